@@ -1,0 +1,16 @@
+"""The base model of every wire value: frozen, strict about unknown fields."""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, ConfigDict
+
+
+class WireModel(BaseModel):
+    """A frozen pydantic model of the wire contract.
+
+    Unknown fields are rejected (a misspelt field is an error, not silently dropped),
+    and instances are immutable and hashable, so the core can share them by identity
+    (spec "Architectural Support for Future Object Sharing", invariants 1 and 3).
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid")

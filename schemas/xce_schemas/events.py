@@ -1,0 +1,354 @@
+"""The eleven core event types of Req 10 AC 4: what a driver pushes into the core.
+
+Every event is ``{"type": NAME, "ts": NS, "payload": {...}}``, the shape of a replay
+line (Req 10 AC 15). ``ts`` is the driver-supplied logical time in integer
+nanoseconds. ``CoreEvent`` is the discriminated union of all eleven; validate a
+decoded JSON object with ``parse_event``.
+"""
+
+from __future__ import annotations
+
+from enum import StrEnum
+from typing import Annotated, Any, Literal
+
+from pydantic import Field, TypeAdapter
+
+from xce_schemas.base import WireModel
+
+#: A name of a queue, host, user, project or resource: no spaces, not empty.
+Name = Annotated[str, Field(min_length=1, max_length=255, pattern=r"^[A-Za-z0-9_.:@+\-]+$")]
+
+#: Logical time in integer nanoseconds, unsigned 64-bit.
+TimestampNs = Annotated[int, Field(ge=0, lt=2**64)]
+
+#: Job ids are unsigned 64-bit integers.
+JobId = Annotated[int, Field(ge=0, lt=2**64)]
+
+
+class JobState(StrEnum):
+    """LSF job states as the controller reports them.
+
+    PEND: waiting to be dispatched; RUN: running; SUSP: suspended (preempted);
+    DONE: finished with exit 0; EXIT: finished with an error, killed or rejected.
+    """
+
+    PEND = "PEND"
+    RUN = "RUN"
+    SUSP = "SUSP"
+    DONE = "DONE"
+    EXIT = "EXIT"
+
+
+class HostStatus(StrEnum):
+    """A host's status: only ``ok`` hosts take new jobs."""
+
+    OK = "ok"
+    CLOSED = "closed"
+    UNAVAIL = "unavail"
+
+
+class QueueSpec(WireModel):
+    """A queue definition (``xce_sched_queue_t``; Req 5 AC 2-3).
+
+    Attributes:
+        name: queue name.
+        priority: inter-queue order, higher first (LSF ``PRIORITY``).
+        job_pick_plugin: per-queue picker override; None inherits the scheduler's.
+        project_name: the project owning the queue, for project-aware pickers.
+    """
+
+    name: Name
+    priority: int = Field(default=0, ge=-(2**31), lt=2**31)
+    job_pick_plugin: Name | None = None
+    project_name: Name | None = None
+
+
+class SchedulerConfig(WireModel):
+    """The scheduler configuration of ``CONFIG_PUSH`` (``xce_conf4sched_t``).
+
+    Attributes:
+        job_pick_plugin: the global picker's registered name (Req 5 AC 1, 4).
+        queues: queue definitions; replaces the whole queue table.
+    """
+
+    job_pick_plugin: Name = "builtin_fcfs"
+    queues: tuple[QueueSpec, ...] = ()
+
+
+class JobSpec(WireModel):
+    """A submitted job (``xce_job_t``).
+
+    Attributes:
+        jobid: the job's id, unique in the cluster.
+        queue: the queue it is submitted to.
+        user: the submitting user.
+        project: the project charged, if any.
+        priority: job priority inside its queue (higher first; LSF ``-sp``).
+        tasks: number of tasks (slots) requested, ``maxTasks``.
+        resreq: the resource requirement string (LSF ``-R``); empty for none.
+        submit_ts: submission time, ns; also the job's queue time.
+    """
+
+    jobid: JobId
+    queue: Name
+    user: Name = "nobody"
+    project: Name | None = None
+    priority: int = Field(default=0, ge=-(2**31), lt=2**31)
+    tasks: int = Field(default=1, ge=1, le=2**31 - 1)
+    resreq: str = Field(default="", max_length=65536)
+    submit_ts: TimestampNs
+
+
+class HostSpec(WireModel):
+    """A host (``xce_worker_t``).
+
+    Attributes:
+        name: host name.
+        slots: job slots the host offers (LSF ``MXJ``).
+        status: whether it takes new jobs.
+    """
+
+    name: Name
+    slots: int = Field(ge=0, le=2**31 - 1)
+    status: HostStatus = HostStatus.OK
+
+
+class ResourceType(StrEnum):
+    """The value type of a resource."""
+
+    NUMERIC = "numeric"
+    STRING = "string"
+    BOOLEAN = "boolean"
+
+
+class ResourceDef(WireModel):
+    """A resource definition (``xce_resource_t``; LSF ``lsf.shared``).
+
+    Attributes:
+        name: resource name.
+        value_type: numeric, string or boolean.
+        consumable: whether jobs use it up (``rusage`` debits it).
+        shared: cluster-wide (a licence pool) rather than per host.
+        description: free text for operators.
+    """
+
+    name: Name
+    value_type: ResourceType = ResourceType.NUMERIC
+    consumable: bool = False
+    shared: bool = False
+    description: str = ""
+
+
+class ResVal(WireModel):
+    """A resource's value on a host (``host`` None: cluster-wide shared value)."""
+
+    resource: Name
+    host: Name | None = None
+    value: float | bool | str
+
+
+class JobRusageEntry(WireModel):
+    """One measured usage of a running job (``mem`` in MB, ``cpu_time`` in s, ...)."""
+
+    resource: Name
+    value: float
+
+
+# --- payloads ---------------------------------------------------------------------
+
+
+class ConfigPushPayload(WireModel):
+    """``CONFIG_PUSH``: the full configuration."""
+
+    config: SchedulerConfig
+
+
+class JobsPushPayload(WireModel):
+    """``JOBS_PUSH``: newly submitted jobs, in submission order."""
+
+    jobs: tuple[JobSpec, ...] = Field(min_length=1)
+
+
+class WorkersPushPayload(WireModel):
+    """``WORKERS_PUSH``: hosts added or updated (upsert by name)."""
+
+    hosts: tuple[HostSpec, ...] = Field(min_length=1)
+
+
+class ResourcesPushPayload(WireModel):
+    """``RESOURCES_PUSH``: resource definitions added or updated (upsert by name)."""
+
+    resources: tuple[ResourceDef, ...] = Field(min_length=1)
+
+
+class ResvalsPayload(WireModel):
+    """``RESVALS_FULL`` (replaces every value) or ``RESVALS_DELTA`` (upserts these)."""
+
+    values: tuple[ResVal, ...] = ()
+
+
+class JobStateChangePayload(WireModel):
+    """``JOB_STATE_CHANGE``: a job started, finished, failed, was suspended or requeued."""
+
+    jobid: JobId
+    state: JobState
+
+
+class JobUpdatePayload(WireModel):
+    """``JOB_UPDATE``: changed fields of a job (None: unchanged)."""
+
+    jobid: JobId
+    priority: int | None = Field(default=None, ge=-(2**31), lt=2**31)
+    queue: Name | None = None
+
+
+class QueueUpdatePayload(WireModel):
+    """``QUEUE_UPDATE``: one queue added or redefined."""
+
+    queue: QueueSpec
+
+
+class JobRusagePayload(WireModel):
+    """``JOB_RUSAGE``: measured usage of a running job (replaces the previous one)."""
+
+    jobid: JobId
+    rusage: tuple[JobRusageEntry, ...] = ()
+
+
+class BeginRoundPayload(WireModel):
+    """``BEGIN_ROUND``: no payload beyond the event's ``ts``."""
+
+
+# --- events -----------------------------------------------------------------------
+
+
+class ConfigPush(WireModel):
+    """Full configuration push (startup or change)."""
+
+    type: Literal["CONFIG_PUSH"] = "CONFIG_PUSH"
+    ts: TimestampNs
+    payload: ConfigPushPayload
+
+
+class JobsPush(WireModel):
+    """Newly submitted jobs."""
+
+    type: Literal["JOBS_PUSH"] = "JOBS_PUSH"
+    ts: TimestampNs
+    payload: JobsPushPayload
+
+
+class WorkersPush(WireModel):
+    """Host list update."""
+
+    type: Literal["WORKERS_PUSH"] = "WORKERS_PUSH"
+    ts: TimestampNs
+    payload: WorkersPushPayload
+
+
+class ResourcesPush(WireModel):
+    """Resource definitions."""
+
+    type: Literal["RESOURCES_PUSH"] = "RESOURCES_PUSH"
+    ts: TimestampNs
+    payload: ResourcesPushPayload
+
+
+class ResvalsFull(WireModel):
+    """Full resource-value snapshot."""
+
+    type: Literal["RESVALS_FULL"] = "RESVALS_FULL"
+    ts: TimestampNs
+    payload: ResvalsPayload
+
+
+class ResvalsDelta(WireModel):
+    """Incremental resource-value update."""
+
+    type: Literal["RESVALS_DELTA"] = "RESVALS_DELTA"
+    ts: TimestampNs
+    payload: ResvalsPayload
+
+
+class JobStateChange(WireModel):
+    """Job started / exited / failed / suspended / requeued."""
+
+    type: Literal["JOB_STATE_CHANGE"] = "JOB_STATE_CHANGE"
+    ts: TimestampNs
+    payload: JobStateChangePayload
+
+
+class JobUpdate(WireModel):
+    """In-place job field update."""
+
+    type: Literal["JOB_UPDATE"] = "JOB_UPDATE"
+    ts: TimestampNs
+    payload: JobUpdatePayload
+
+
+class QueueUpdate(WireModel):
+    """Queue definition update."""
+
+    type: Literal["QUEUE_UPDATE"] = "QUEUE_UPDATE"
+    ts: TimestampNs
+    payload: QueueUpdatePayload
+
+
+class JobRusage(WireModel):
+    """Job resource-usage update."""
+
+    type: Literal["JOB_RUSAGE"] = "JOB_RUSAGE"
+    ts: TimestampNs
+    payload: JobRusagePayload
+
+
+class BeginRound(WireModel):
+    """Trigger a scheduling round (session) at logical time ``ts``."""
+
+    type: Literal["BEGIN_ROUND"] = "BEGIN_ROUND"
+    ts: TimestampNs
+    payload: BeginRoundPayload = BeginRoundPayload()
+
+
+CoreEvent = Annotated[
+    ConfigPush
+    | JobsPush
+    | WorkersPush
+    | ResourcesPush
+    | ResvalsFull
+    | ResvalsDelta
+    | JobStateChange
+    | JobUpdate
+    | QueueUpdate
+    | JobRusage
+    | BeginRound,
+    Field(discriminator="type"),
+]
+
+#: The event type names, in the order of Req 10 AC 4.
+EVENT_TYPES: tuple[str, ...] = (
+    "CONFIG_PUSH",
+    "JOBS_PUSH",
+    "WORKERS_PUSH",
+    "RESOURCES_PUSH",
+    "RESVALS_FULL",
+    "RESVALS_DELTA",
+    "JOB_STATE_CHANGE",
+    "JOB_UPDATE",
+    "QUEUE_UPDATE",
+    "JOB_RUSAGE",
+    "BEGIN_ROUND",
+)
+
+EVENT_ADAPTER: TypeAdapter[CoreEvent] = TypeAdapter(CoreEvent)
+
+
+def parse_event(data: dict[str, Any] | str | bytes) -> CoreEvent:
+    """Validate a decoded JSON object (or JSON text) as one core event.
+
+    Raises:
+        pydantic.ValidationError: naming the event type and the offending field.
+    """
+    if isinstance(data, str | bytes):
+        return EVENT_ADAPTER.validate_json(data)
+    return EVENT_ADAPTER.validate_python(data)

@@ -1,0 +1,73 @@
+"""Pending reasons: why a job did not dispatch in a scheduling session.
+
+As in LSF, a reason has a *main* code (what blocks the job everywhere) and
+*host-based* entries (what blocks it on each host), plus *resource-based* entries
+(which resource is short on which host). Codes are names, stable on the wire.
+"""
+
+from __future__ import annotations
+
+from enum import StrEnum
+
+from pydantic import Field
+
+from xce_schemas.base import WireModel
+
+
+class PendingCode(StrEnum):
+    """The catalogue of pending-reason codes.
+
+    Main codes describe the job as a whole; host codes (prefixed ``HOST_``) appear in
+    host-based entries. Plain words for each are in ``PENDING_TEXT``.
+    """
+
+    NOT_ENOUGH_SLOTS = "NOT_ENOUGH_SLOTS"
+    NOT_ENOUGH_HOSTS_FOR_SPAN = "NOT_ENOUGH_HOSTS_FOR_SPAN"
+    JOB_LARGER_THAN_CLUSTER = "JOB_LARGER_THAN_CLUSTER"
+    NO_HOSTS = "NO_HOSTS"
+    HOST_NOT_ENOUGH_SLOTS = "HOST_NOT_ENOUGH_SLOTS"
+    HOST_CLOSED = "HOST_CLOSED"
+    HOST_UNAVAIL = "HOST_UNAVAIL"
+
+
+#: Plain words for every code, in the style of LSF's ``bjobs -p``.
+PENDING_TEXT: dict[PendingCode, str] = {
+    PendingCode.NOT_ENOUGH_SLOTS: "Not enough job slots in the cluster",
+    PendingCode.NOT_ENOUGH_HOSTS_FOR_SPAN: (
+        "Not enough hosts with free slots to meet the job's spanning requirement"
+    ),
+    PendingCode.JOB_LARGER_THAN_CLUSTER: "The job requests more slots than the cluster has",
+    PendingCode.NO_HOSTS: "No hosts are defined in the cluster",
+    PendingCode.HOST_NOT_ENOUGH_SLOTS: "Not enough job slots",
+    PendingCode.HOST_CLOSED: "Closed by the administrator",
+    PendingCode.HOST_UNAVAIL: "Host is unavailable",
+}
+
+
+class HostReason(WireModel):
+    """A host-based entry: the job cannot run on ``host`` because of ``code``."""
+
+    host: str = Field(min_length=1)
+    code: PendingCode
+
+
+class ResourceReason(WireModel):
+    """A resource-based entry: ``resource`` on ``host`` (None: cluster-wide) is short."""
+
+    resource: str = Field(min_length=1)
+    host: str | None = None
+    code: PendingCode
+
+
+class PendingReason(WireModel):
+    """A job's pending reason: an ``xce_job_preason_t`` (alloc-equality Req 2).
+
+    Attributes:
+        main: the main reason code.
+        hosts: host-based entries, in host order.
+        resources: resource-based entries, in order.
+    """
+
+    main: PendingCode
+    hosts: tuple[HostReason, ...] = ()
+    resources: tuple[ResourceReason, ...] = ()
