@@ -1,0 +1,74 @@
+"""An index of hosts by free slots, so allocation never scans every host.
+
+Hosts that take jobs (status ok) and have at least one free slot are kept in one
+sorted bucket per free-slot count, ordered by host order. From it the allocators get,
+in O(distinct free counts):
+
+* how many hosts have at least ``k`` free slots (to skip a plan that cannot fit
+  without looking at a single host), and
+* the total of free slots (to fail a job that needs more at once),
+
+and, lazily and in host order, the hosts with at least ``k`` free slots.
+"""
+
+from __future__ import annotations
+
+import heapq
+from collections.abc import Iterator
+
+from sortedcontainers import SortedList
+
+
+class FreeSlotIndex:
+    """Host positions bucketed by their free-slot count.
+
+    Host positions are the hosts' places in host order (0, 1, ...). Only hosts with
+    ``free >= 1`` are held. The caller keeps it in step with every change of a
+    host's free slots through ``update``.
+    """
+
+    __slots__ = ("_buckets", "_free", "_total")
+
+    def __init__(self) -> None:
+        self._buckets: dict[int, SortedList] = {}
+        self._free: dict[int, int] = {}
+        self._total = 0
+
+    @property
+    def total_free(self) -> int:
+        """Free slots summed over every indexed host (slots)."""
+        return self._total
+
+    def free_of(self, position: int) -> int:
+        """The indexed free slots of the host at ``position`` (0 when not indexed)."""
+        return self._free.get(position, 0)
+
+    def update(self, position: int, free: int) -> None:
+        """Record that the host at ``position`` now has ``free`` usable slots (≥ 0)."""
+        old = self._free.pop(position, 0)
+        if old:
+            bucket = self._buckets[old]
+            bucket.remove(position)
+            if not bucket:
+                del self._buckets[old]
+        if free > 0:
+            self._free[position] = free
+            bucket = self._buckets.get(free)
+            if bucket is None:
+                bucket = self._buckets[free] = SortedList()
+            bucket.add(position)
+        self._total += free - old
+
+    def count_at_least(self, slots: int) -> int:
+        """How many hosts have at least ``slots`` free (``slots`` ≥ 1)."""
+        return sum(len(bucket) for free, bucket in self._buckets.items() if free >= slots)
+
+    def positions_at_least(self, slots: int) -> Iterator[int]:
+        """Lazily, in host order, the positions of hosts with at least ``slots`` free.
+
+        The index must not change while the iterator is in use.
+        """
+        buckets = [iter(b) for free, b in sorted(self._buckets.items()) if free >= slots]
+        if len(buckets) == 1:
+            return buckets[0]
+        return heapq.merge(*buckets)

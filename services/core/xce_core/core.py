@@ -1,0 +1,516 @@
+"""``SchedCore``: the passive, deterministic scheduling core (Req 1, Req 10 AC 1-6).
+
+The core takes typed events through ``push_event`` and gives decisions through the
+``on_decision`` callback; it has no I/O, no threads and no clock but ``clock``. A
+``BEGIN_ROUND`` event runs one scheduling session synchronously (Req 1 AC 4):
+
+    begin_session; while (job = next_job()): allocate → DISPATCH or PEND; end_session
+
+The core knows nothing of how jobs are ordered (the picker's business) and nothing
+of which mode it runs in: simulation, replay and live drive the same object.
+"""
+
+from __future__ import annotations
+
+import logging
+import random
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+from pydantic import ValidationError
+from xce_schemas import (
+    SLOTS,
+    Alloc,
+    BeginRound,
+    ConfigPush,
+    CoreEvent,
+    Decision,
+    Dispatch,
+    HostAlloc,
+    JobAlloc,
+    JobRusage,
+    JobsPush,
+    JobState,
+    JobStateChange,
+    JobUpdate,
+    NewSession,
+    Pend,
+    PendingCode,
+    PendingReason,
+    QueueSpec,
+    QueueUpdate,
+    ResourcesPush,
+    ResVal,
+    ResvalsDelta,
+    ResvalsFull,
+    SchedulerConfig,
+    WorkersPush,
+    parse_event,
+)
+from xce_schemas.events import ResourceType
+
+from xce_core.alloc.primary import Placement, allocate_primary, allocator_for
+from xce_core.clock import Clock
+from xce_core.errors import ConfigError, EventError, PluginError, SessionCancelled
+from xce_core.in_tree import in_tree_registry
+from xce_core.pending import reason_for
+from xce_core.plugins import (
+    HostInfo,
+    JobInfo,
+    JobPicker,
+    PickerConfig,
+    PluginRegistry,
+    QueueInfo,
+)
+from xce_core.session import SessionState
+from xce_core.state import ClusterState, Job, Queue
+
+log = logging.getLogger("xce_core")
+
+DecisionCallback = Callable[[Decision], object]
+
+_FINISHED = (JobState.DONE, JobState.EXIT)
+
+
+def _reject(event_type: str, where: str, why: str) -> EventError:
+    return EventError(f"{event_type} rejected: {where}: {why}")
+
+
+def _validation_error(data: Mapping[str, Any], exc: ValidationError) -> EventError:
+    """Turn pydantic's report into one line naming the event type and field."""
+    event_type = data.get("type", "?") if isinstance(data, Mapping) else "?"
+    first = exc.errors()[0]
+    location = ".".join(str(part) for part in first["loc"][1:]) or "event"
+    return EventError(f"{event_type} rejected: {location}: {first['msg']}")
+
+
+class _View:
+    """The read-only ``CoreView`` plugins get."""
+
+    __slots__ = ("_core",)
+
+    def __init__(self, core: SchedCore) -> None:
+        self._core = core
+
+    def now(self) -> int:
+        return self._core.clock.now()
+
+    def job(self, jobid: int) -> JobInfo | None:
+        return self._core.state.jobs.get(jobid)
+
+    def queue(self, name: str) -> QueueInfo | None:
+        return self._core.state.queues.get(name)
+
+    def hosts(self) -> Sequence[HostInfo]:
+        return tuple(self._core.state.host_order)
+
+    def check_cancel(self) -> None:
+        self._core._check_cancel()
+
+
+class SchedCore:
+    """The scheduling core (``xce_sched_core_t``).
+
+    Args:
+        on_decision: called with every decision, in order (Req 10 AC 5); the only
+            way out of the core.
+        prng_seed: seeds the core's PRNG, the only source of randomness (Req 10 AC 6).
+        registry: the plugins the configuration may name; default: the built-ins.
+            The composition root merges entry-point plugins in before passing it.
+        clock: the virtual clock; default a discrete clock (speed 0) that jumps to
+            each event's ts.
+
+    Raises:
+        ConfigError: the registry lacks the default picker ``builtin_fcfs``.
+
+    Example:
+        >>> decisions = []
+        >>> core = SchedCore(on_decision=decisions.append, prng_seed=1)
+    """
+
+    def __init__(
+        self,
+        on_decision: DecisionCallback,
+        prng_seed: int = 0,
+        *,
+        registry: PluginRegistry | None = None,
+        clock: Clock | None = None,
+    ) -> None:
+        self.on_decision = on_decision
+        self.prng_seed = prng_seed
+        self.prng = random.Random(prng_seed)
+        self.registry = registry if registry is not None else in_tree_registry()
+        self.clock = clock if clock is not None else Clock()
+        self.state = ClusterState()
+        self.view = _View(self)
+        self.last_ts = 0
+        self.events = 0
+        self._session: SessionState | None = None
+        self._cancellable = False
+        self.picker: JobPicker = self._make_picker(self.state.config.job_pick_plugin, None)
+        self._handlers: dict[str, Callable[[Any], None]] = {
+            "CONFIG_PUSH": self._on_config_push,
+            "JOBS_PUSH": self._on_jobs_push,
+            "WORKERS_PUSH": self._on_workers_push,
+            "RESOURCES_PUSH": self._on_resources_push,
+            "RESVALS_FULL": self._on_resvals_full,
+            "RESVALS_DELTA": self._on_resvals_delta,
+            "JOB_STATE_CHANGE": self._on_job_state_change,
+            "JOB_UPDATE": self._on_job_update,
+            "QUEUE_UPDATE": self._on_queue_update,
+            "JOB_RUSAGE": self._on_job_rusage,
+            "BEGIN_ROUND": self._on_begin_round,
+        }
+
+    # --- the interface --------------------------------------------------------------
+
+    def push_event(self, event: CoreEvent | Mapping[str, Any]) -> None:
+        """Apply one event (Req 10 AC 4); ``BEGIN_ROUND`` runs a whole session.
+
+        Args:
+            event: an ``xce_schemas`` event model, or a decoded JSON object that is
+                validated into one.
+
+        Raises:
+            EventError: the event is malformed or inconsistent with the state (unknown
+                job or queue, duplicate jobid, ts earlier than the previous event, an
+                impossible state change, ...). It names the event type and field, and
+                nothing changed.
+            ConfigError: a configuration names an unknown plugin; nothing changed.
+        """
+        if not hasattr(event, "type") or isinstance(event, Mapping):
+            try:
+                event = parse_event(dict(event))  # type: ignore[arg-type]
+            except ValidationError as exc:
+                raise _validation_error(event, exc) from None  # type: ignore[arg-type]
+            except (TypeError, ValueError) as exc:
+                raise EventError(f"event rejected: not an event object ({exc})") from None
+        if event.ts < self.last_ts:
+            raise _reject(event.type, "ts", f"{event.ts} is earlier than {self.last_ts}")
+        self._handlers[event.type](event)
+        self.last_ts = event.ts
+        self.clock.observe(event.ts)
+        self.events += 1
+
+    def cancel_session(self) -> None:
+        """Cancel the running session at its next cancellation point (no-op between
+        sessions). Jobs already decided keep their decisions; the rest get none."""
+        if self._session is not None:
+            self._session.token.cancel()
+
+    @property
+    def session(self) -> SessionState | None:
+        """The running session's scratch state, or None between sessions."""
+        return self._session
+
+    # --- configuration --------------------------------------------------------------
+
+    def _make_picker(self, name: str, queue: str | None) -> JobPicker:
+        factory = self.registry.pickers.get(name)
+        return factory(PickerConfig(name, queue, self._make_picker), self.view)
+
+    def _feed_picker(self, picker: JobPicker, config: SchedulerConfig) -> None:
+        """Give a new picker the whole current state through its hooks."""
+        picker.on_config(config)
+        for queue in self.state.queues.values():
+            picker.on_queue_update(queue)
+        for job in self.state.jobs.values():
+            if job.state is JobState.PEND:
+                picker.on_job_push(job)
+
+    def _on_config_push(self, event: ConfigPush) -> None:
+        config = event.payload.config
+        names = [queue.name for queue in config.queues]
+        for index, name in enumerate(names):
+            if name in names[:index]:
+                raise _reject(event.type, f"payload.config.queues[{index}]", f"duplicate {name!r}")
+        for job in self.state.jobs.values():
+            if job.queue not in names:
+                raise _reject(
+                    event.type,
+                    "payload.config.queues",
+                    f"queue {job.queue!r} is dropped but job {job.jobid} is in it",
+                )
+        old_queues = self.state.queues
+        self.state.queues = {spec.name: self._queue_from(spec) for spec in config.queues}
+        try:
+            picker = self._make_picker(config.job_pick_plugin, None)
+            try:
+                self._feed_picker(picker, config)
+            except ConfigError:
+                picker.fini()
+                raise
+        except ConfigError:
+            self.state.queues = old_queues
+            raise
+        # A configuration push rebuilds the picker from the core's state, so its
+        # order depends only on that state (and a snapshot reproduces it).
+        self.picker.fini()
+        self.picker = picker
+        self.state.config = config
+
+    @staticmethod
+    def _queue_from(spec: QueueSpec) -> Queue:
+        return Queue(spec.name, spec.priority, spec.job_pick_plugin, spec.project_name)
+
+    def _on_queue_update(self, event: QueueUpdate) -> None:
+        spec = event.payload.queue
+        if spec.job_pick_plugin is not None:
+            self.registry.pickers.get(spec.job_pick_plugin)  # ConfigError, nothing changed
+        queue = self.state.queues.get(spec.name)
+        if queue is None:
+            queue = self.state.queues[spec.name] = self._queue_from(spec)
+        else:
+            queue.priority = spec.priority
+            queue.job_pick_plugin = spec.job_pick_plugin
+            queue.project_name = spec.project_name
+        self.picker.on_queue_update(queue)
+
+    # --- hosts and resources --------------------------------------------------------
+
+    def _on_workers_push(self, event: WorkersPush) -> None:
+        hosts = event.payload.hosts
+        seen: dict[str, None] = {}
+        for index, spec in enumerate(hosts):
+            where = f"payload.hosts[{index}]"
+            if spec.name in seen:
+                raise _reject(event.type, where, f"host {spec.name!r} listed twice")
+            seen[spec.name] = None
+            host = self.state.hosts.get(spec.name)
+            if host is not None and spec.slots < host.used:
+                raise _reject(
+                    event.type,
+                    f"{where}.slots",
+                    f"host {spec.name!r} cannot shrink to {spec.slots} slots "
+                    f"while jobs hold {host.used}",
+                )
+        for spec in hosts:
+            existing = self.state.hosts.get(spec.name)
+            if existing is None:
+                self.state.add_host(spec.name, spec.slots, spec.status)
+            else:
+                self.state.set_host(existing, spec.slots, spec.status)
+
+    def _on_resources_push(self, event: ResourcesPush) -> None:
+        names = [resource.name for resource in event.payload.resources]
+        for index, name in enumerate(names):
+            if name in names[:index]:
+                raise _reject(event.type, f"payload.resources[{index}]", f"duplicate {name!r}")
+        for resource in event.payload.resources:
+            self.state.resources[resource.name] = resource
+
+    def _check_resvals(self, event_type: str, values: tuple[ResVal, ...]) -> None:
+        for index, val in enumerate(values):
+            where = f"payload.values[{index}]"
+            resource = self.state.resources.get(val.resource)
+            if resource is None:
+                raise _reject(event_type, f"{where}.resource", f"unknown resource {val.resource!r}")
+            if resource.shared and val.host is not None:
+                raise _reject(
+                    event_type, f"{where}.host", f"{val.resource!r} is shared: no host"
+                )
+            if not resource.shared and val.host is None:
+                raise _reject(event_type, f"{where}.host", f"{val.resource!r} needs a host")
+            if val.host is not None and val.host not in self.state.hosts:
+                raise _reject(event_type, f"{where}.host", f"unknown host {val.host!r}")
+            expected = {
+                ResourceType.NUMERIC: (int, float),
+                ResourceType.BOOLEAN: (bool,),
+                ResourceType.STRING: (str,),
+            }[resource.value_type]
+            numeric_bool = resource.value_type is ResourceType.NUMERIC and isinstance(
+                val.value, bool
+            )
+            if not isinstance(val.value, expected) or numeric_bool:
+                raise _reject(
+                    event_type,
+                    f"{where}.value",
+                    f"{val.resource!r} is {resource.value_type.value}, not {val.value!r}",
+                )
+
+    def _on_resvals_full(self, event: ResvalsFull) -> None:
+        self._check_resvals(event.type, event.payload.values)
+        self.state.resvals = {(v.resource, v.host or ""): v.value for v in event.payload.values}
+
+    def _on_resvals_delta(self, event: ResvalsDelta) -> None:
+        self._check_resvals(event.type, event.payload.values)
+        for val in event.payload.values:
+            self.state.resvals[(val.resource, val.host or "")] = val.value
+
+    # --- jobs -----------------------------------------------------------------------
+
+    def _job(self, event_type: str, jobid: int) -> Job:
+        job = self.state.jobs.get(jobid)
+        if job is None:
+            raise _reject(event_type, "payload.jobid", f"unknown job {jobid}")
+        return job
+
+    def _on_jobs_push(self, event: JobsPush) -> None:
+        batch: dict[int, None] = {}
+        for index, spec in enumerate(event.payload.jobs):
+            where = f"payload.jobs[{index}]"
+            if spec.jobid in self.state.jobs or spec.jobid in batch:
+                raise _reject(event.type, f"{where}.jobid", f"job {spec.jobid} already exists")
+            if spec.queue not in self.state.queues:
+                raise _reject(event.type, f"{where}.queue", f"unknown queue {spec.queue!r}")
+            batch[spec.jobid] = None
+        for spec in event.payload.jobs:
+            job = Job(
+                spec.jobid,
+                spec.queue,
+                spec.user,
+                spec.project,
+                spec.priority,
+                spec.tasks,
+                spec.resreq,
+                spec.submit_ts,
+                spec.submit_ts,
+            )
+            self.state.jobs[job.jobid] = job
+            self.picker.on_job_push(job)
+
+    def _on_job_state_change(self, event: JobStateChange) -> None:
+        job = self._job(event.type, event.payload.jobid)
+        old, new = job.state, event.payload.state
+        if old is new:
+            return  # a repeated report (e.g. the controller confirming a start)
+        if new is JobState.RUN and old is JobState.PEND:
+            raise _reject(
+                event.type, "payload.state", f"job {job.jobid} is pending: only DISPATCH starts it"
+            )
+        if new is JobState.SUSP and old is JobState.PEND:
+            raise _reject(
+                event.type, "payload.state", f"job {job.jobid} is pending: it cannot be suspended"
+            )
+        if new is JobState.RUN:  # resumed (old is SUSP): take its slots again
+            self._resume(event.type, job)
+        elif old is JobState.RUN:
+            self._release(job)  # finished, failed, suspended or requeued: slots back
+        if new in _FINISHED:
+            del self.state.jobs[job.jobid]
+        elif new is JobState.PEND:
+            job.alloc = None
+            job.queue_ts = event.ts
+        job.state = new
+        self.picker.on_job_state_change(job, new)
+
+    def _release(self, job: Job) -> None:
+        assert job.alloc is not None, f"job {job.jobid} runs without an allocation"
+        for name, slots in job.alloc.slots_by_host().items():
+            self.state.give_slots(self.state.hosts[name], slots)
+
+    def _resume(self, event_type: str, job: Job) -> None:
+        assert job.alloc is not None, f"job {job.jobid} is suspended without an allocation"
+        held = job.alloc.slots_by_host()
+        for name, slots in held.items():
+            host = self.state.hosts[name]
+            if host.free < slots:
+                raise _reject(
+                    event_type,
+                    "payload.state",
+                    f"job {job.jobid} cannot resume: host {name!r} has {host.free} free "
+                    f"slots, it needs {slots}",
+                )
+        for name, slots in held.items():
+            self.state.take_slots(self.state.hosts[name], slots)
+
+    def _on_job_update(self, event: JobUpdate) -> None:
+        payload = event.payload
+        job = self._job(event.type, payload.jobid)
+        if payload.queue is not None and payload.queue not in self.state.queues:
+            raise _reject(event.type, "payload.queue", f"unknown queue {payload.queue!r}")
+        if payload.priority is not None:
+            job.priority = payload.priority
+        if payload.queue is not None:
+            job.queue = payload.queue
+        self.picker.on_job_update(job)
+
+    def _on_job_rusage(self, event: JobRusage) -> None:
+        job = self._job(event.type, event.payload.jobid)
+        if job.state is JobState.PEND:
+            raise _reject(event.type, "payload.jobid", f"job {job.jobid} is not running")
+        job.rusage = {entry.resource: entry.value for entry in event.payload.rusage}
+        self.picker.on_job_rusage(job, job.rusage)
+
+    # --- the session (Req 1 AC 4) ------------------------------------------------------
+
+    def _check_cancel(self) -> None:
+        session = self._session
+        if session is not None and self._cancellable:
+            session.token.check()
+
+    def _on_begin_round(self, event: BeginRound) -> None:
+        self.clock.observe(event.ts)
+        state = self.state
+        state.sessions += 1
+        session = self._session = SessionState(state.sessions, event.ts)
+        emit = self.on_decision
+        emit(NewSession(ts=event.ts, session=session.number))
+        picker = self.picker
+        picker.begin_session()
+        try:
+            while True:
+                self._cancellable = True
+                info = picker.next_job()
+                if info is None:
+                    break
+                job = self._session_job(info, session)
+                outcome = allocate_primary(
+                    job,
+                    allocator_for(job),
+                    state.host_order,
+                    state.free_index,
+                    state.capacity,
+                    self._check_cancel,
+                )
+                # From here the job's decision is made whole: no cancellation point.
+                self._cancellable = False
+                if isinstance(outcome, Placement):
+                    alloc = self._commit(job, outcome, session)
+                    picker.on_dispatch(job.jobid)
+                    emit(Dispatch(ts=event.ts, jobid=job.jobid, alloc=alloc))
+                else:
+                    reason = self._reason(outcome.code, session)
+                    emit(Pend(ts=event.ts, jobid=job.jobid, reason=reason))
+                    picker.on_pend(job.jobid)
+        except SessionCancelled:
+            log.info("session %d at ts=%d cancelled", session.number, event.ts)
+        finally:
+            self._cancellable = False
+            self._session = None
+            picker.end_session()
+
+    def _session_job(self, info: JobInfo, session: SessionState) -> Job:
+        job = self.state.jobs.get(info.jobid)
+        if job is None or job.state is not JobState.PEND:
+            raise PluginError(
+                f"picker {self.picker.name!r} returned job {info.jobid}, which is not pending"
+            )
+        if job.jobid in session.tried:
+            raise PluginError(
+                f"picker {self.picker.name!r} returned job {job.jobid} twice in one session"
+            )
+        session.tried[job.jobid] = None
+        return job
+
+    def _commit(self, job: Job, placement: Placement, session: SessionState) -> JobAlloc:
+        """Debit the placement's slots and make the job's allocation record."""
+        state = self.state
+        host_allocs = []
+        for info, slots in placement.shares:
+            host = state.hosts[info.name]
+            state.take_slots(host, slots)
+            alloc = Alloc(name=SLOTS, value=float(slots), from_=session.from_s, instid=state.next_instid)
+            state.next_instid += 1
+            host_allocs.append(HostAlloc(host=host.name, allocs=(alloc,)))
+        job.alloc = JobAlloc(jobid=job.jobid, hosts=tuple(host_allocs))
+        job.state = JobState.RUN
+        return job.alloc
+
+    def _reason(self, code: PendingCode, session: SessionState) -> PendingReason:
+        """The session's shared reason for ``code`` in the current cluster state."""
+        key = (self.state.version, code)
+        reason = session.reasons.get(key)
+        if reason is None:
+            reason = session.reasons[key] = reason_for(code, self.state.host_order)
+        return reason

@@ -1,0 +1,70 @@
+"""Pending reasons: the one factory every reason comes from, and host-based entries.
+
+``make_pending_reason`` is the single factory (the spec's ``make_pendreason()``):
+nothing else constructs a ``PendingReason``, so a dedup pool can live here later.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+
+from xce_schemas import (
+    HostReason,
+    HostStatus,
+    PendingCode,
+    PendingReason,
+    ResourceReason,
+)
+
+from xce_core.plugins import HostInfo
+
+#: Main codes that carry no host-based entries: they are not about any one host.
+_CLUSTER_WIDE = frozenset({PendingCode.NO_HOSTS, PendingCode.JOB_LARGER_THAN_CLUSTER})
+
+_STATUS_CODE = {
+    HostStatus.CLOSED: PendingCode.HOST_CLOSED,
+    HostStatus.UNAVAIL: PendingCode.HOST_UNAVAIL,
+}
+
+
+def make_pending_reason(
+    main: PendingCode,
+    hosts: Iterable[HostReason] = (),
+    resources: Iterable[ResourceReason] = (),
+) -> PendingReason:
+    """Build a pending reason: the only constructor of ``PendingReason`` in the core.
+
+    Args:
+        main: main reason code.
+        hosts: host-based entries, in host order.
+        resources: resource-based entries.
+    """
+    return PendingReason(main=main, hosts=tuple(hosts), resources=tuple(resources))
+
+
+def host_reasons(hosts: Sequence[HostInfo], min_free: int) -> tuple[HostReason, ...]:
+    """Host-based entries: why each host cannot take a share of ``min_free`` slots.
+
+    A closed or unavailable host gets its status code; an ok host with fewer than
+    ``min_free`` free slots gets ``HOST_NOT_ENOUGH_SLOTS``. Hosts that could take a
+    share get no entry. In host order.
+    """
+    entries: list[HostReason] = []
+    for host in hosts:
+        code = _STATUS_CODE.get(host.status)
+        if code is None and host.free < min_free:
+            code = PendingCode.HOST_NOT_ENOUGH_SLOTS
+        if code is not None:
+            entries.append(HostReason(host=host.name, code=code))
+    return tuple(entries)
+
+
+def reason_for(main: PendingCode, hosts: Sequence[HostInfo]) -> PendingReason:
+    """The pending reason for an allocation that failed with ``main``.
+
+    Cluster-wide codes carry no host entries; the others list every host that cannot
+    take even one slot (the smallest share of any plan).
+    """
+    if main in _CLUSTER_WIDE:
+        return make_pending_reason(main)
+    return make_pending_reason(main, host_reasons(hosts, 1))

@@ -1,0 +1,1 @@
+"""Job pickers (Req 1): one module per picker, each holding one plugin class."""

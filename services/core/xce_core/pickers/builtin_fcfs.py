@@ -1,0 +1,263 @@
+"""``builtin_fcfs``: the default job picker (Req 8).
+
+Queues are served by priority, highest first. Queues of equal priority are served
+together, first come first served, as LSF does. Inside, jobs go by job priority
+(highest first), then queue time (earliest first), then job id (lowest first), so
+no two jobs ever tie.
+
+A queue with a per-queue picker override (``job_pick_plugin``, Req 5 AC 2) is served
+by a picker of that name that this picker creates and delegates to: at its priority
+level the merged FCFS lane of the queues without an override comes first, then each
+overridden queue in queue-name order.
+
+All state is private and sorted (``sortedcontainers``); ``next_job`` never scans the
+core's tables (Req 8 AC 3). ``begin_session`` resets the cursor; ``end_session`` and
+``on_pend`` are no-ops, so a pended job keeps its place (Req 8 AC 6).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import ClassVar
+
+from sortedcontainers import SortedDict, SortedList
+from xce_schemas import JobState, SchedulerConfig
+
+from xce_core.plugins import CoreView, JobInfo, JobPicker, PickerBase, PickerConfig, QueueInfo
+
+#: A job's place in its FCFS lane: (-job priority, queue time ns, jobid).
+JobKey = tuple[int, int, int]
+
+
+def _key(job: JobInfo) -> JobKey:
+    return (-job.priority, job.queue_ts, job.jobid)
+
+
+@dataclass(slots=True)
+class _Queue:
+    """The picker's record of one queue."""
+
+    priority: int
+    override: JobPicker | None = None
+    jobids: dict[int, None] = field(default_factory=dict)  # an ordered set
+
+
+@dataclass(slots=True)
+class _Level:
+    """All queues of one priority: the merged FCFS lane and the overridden queues."""
+
+    fcfs: SortedList = field(default_factory=SortedList)
+    overrides: SortedDict = field(default_factory=SortedDict)  # queue name → picker
+
+
+class BuiltinFcfs(PickerBase):
+    """The FCFS picker of Req 8, with per-queue overrides (Req 5 AC 2).
+
+    Args:
+        config: the factory's config; ``make_picker`` builds override pickers.
+        view: the core's read-only view (cancellation points).
+    """
+
+    name: ClassVar[str] = "builtin_fcfs"
+
+    def __init__(self, config: PickerConfig, view: CoreView) -> None:
+        self._view = view
+        self._make_picker = config.make_picker
+        self._queues: dict[str, _Queue] = {}
+        self._levels: SortedDict = SortedDict()  # -priority → _Level
+        self._keys: dict[int, JobKey] = {}  # jobid → key, jobs in a FCFS lane
+        self._jobs: dict[int, JobInfo] = {}  # jobid → job, every tracked job
+        self._owner: dict[int, str] = {}  # jobid → queue name, every tracked job
+        self._level_pos = 0
+        self._lane = 0  # 0: the FCFS lane; i > 0: the (i-1)-th override
+        self._last: JobKey | None = None
+        self._exhausted = False
+
+    # --- state-change hooks --------------------------------------------------------
+
+    def on_config(self, config: SchedulerConfig) -> None:
+        """Forward the configuration to the override pickers."""
+        for queue in self._queues.values():
+            if queue.override is not None:
+                queue.override.on_config(config)
+
+    def on_queue_update(self, queue: QueueInfo) -> None:
+        """Add or redefine a queue; its jobs move if its priority or override changed.
+
+        Raises:
+            ConfigError: the override names an unknown picker (nothing changes).
+        """
+        old = self._queues.get(queue.name)
+        override_name = queue.job_pick_plugin
+        if old is not None and old.priority == queue.priority:
+            old_name = None if old.override is None else old.override.name
+            if old_name == override_name:
+                if old.override is not None:
+                    old.override.on_queue_update(queue)
+                return
+        override = None
+        if override_name is not None:
+            override = self._make_picker(override_name, queue.name)
+            override.on_queue_update(queue)
+        moved = [] if old is None else [self._jobs[jobid] for jobid in old.jobids]
+        for job in moved:
+            self._untrack(job.jobid)
+        if old is not None:
+            self._drop_queue(queue.name, old)
+        self._queues[queue.name] = _Queue(queue.priority, override)
+        level = self._levels.get(-queue.priority)
+        if level is None:
+            level = self._levels[-queue.priority] = _Level()
+        if override is not None:
+            level.overrides[queue.name] = override
+        for job in sorted(moved, key=_key):
+            self._track(job)
+
+    def on_job_push(self, job: JobInfo) -> None:
+        """Add a pending job to its queue's candidates."""
+        if job.state is JobState.PEND:
+            self._track(job)
+
+    def on_job_state_change(self, job: JobInfo, new_state: JobState) -> None:
+        """Drop a job that left PEND; take back one that returned to PEND."""
+        tracked = job.jobid in self._owner
+        if new_state is JobState.PEND and not tracked:
+            self._track(job)
+        elif new_state is not JobState.PEND and tracked:
+            self._untrack(job.jobid, new_state)
+
+    def on_job_update(self, job: JobInfo) -> None:
+        """Re-place a job whose priority or queue changed."""
+        owner = self._owner.get(job.jobid)
+        if owner is not None:
+            override = self._queues[owner].override
+            if owner == job.queue and override is not None:
+                override.on_job_update(job)  # same override queue: it re-places the job
+                return
+            self._untrack(job.jobid, update=job)
+        if job.state is JobState.PEND:
+            self._track(job)
+
+    def on_job_rusage(self, job: JobInfo, rusage: Mapping[str, float]) -> None:
+        """Forward to the override picker that holds the job, if any."""
+        override = self._override_of(job.jobid)
+        if override is not None:
+            override.on_job_rusage(job, rusage)
+
+    # --- session hooks -------------------------------------------------------------
+
+    def begin_session(self) -> None:
+        """Reset the cursor to the head of the highest-priority level."""
+        self._level_pos = 0
+        self._lane = 0
+        self._last = None
+        self._exhausted = False
+        for queue in self._queues.values():
+            if queue.override is not None:
+                queue.override.begin_session()
+
+    def next_job(self) -> JobInfo | None:
+        """The next pending job in FCFS order, or None when all are exhausted."""
+        if self._exhausted:
+            return None
+        levels = self._levels
+        while self._level_pos < len(levels):
+            self._view.check_cancel()
+            level: _Level = levels.peekitem(self._level_pos)[1]
+            if self._lane == 0:
+                lane = level.fcfs
+                index = 0 if self._last is None else lane.bisect_right(self._last)
+                if index < len(lane):
+                    self._last = lane[index]
+                    return self._jobs[self._last[2]]
+                self._lane = 1
+            overrides = level.overrides
+            while self._lane <= len(overrides):
+                job = overrides.peekitem(self._lane - 1)[1].next_job()
+                if job is not None:
+                    return job
+                self._lane += 1
+            self._level_pos += 1
+            self._lane = 0
+            self._last = None
+        self._exhausted = True
+        return None
+
+    def end_session(self) -> None:
+        """Forward the end of the session to the override pickers."""
+        for queue in self._queues.values():
+            if queue.override is not None:
+                queue.override.end_session()
+
+    def on_dispatch(self, jobid: int) -> None:
+        """Remove a dispatched job from the candidates for good."""
+        if jobid in self._owner:
+            self._untrack(jobid, JobState.RUN)
+
+    def on_pend(self, jobid: int) -> None:
+        """Keep a pended job in place; an override picker hears of it."""
+        override = self._override_of(jobid)
+        if override is not None:
+            override.on_pend(jobid)
+
+    def fini(self) -> None:
+        """Release the override pickers."""
+        for queue in self._queues.values():
+            if queue.override is not None:
+                queue.override.fini()
+        self._queues.clear()
+        self._levels.clear()
+        self._keys.clear()
+        self._jobs.clear()
+        self._owner.clear()
+
+    # --- internals -----------------------------------------------------------------
+
+    def _override_of(self, jobid: int) -> JobPicker | None:
+        owner = self._owner.get(jobid)
+        return None if owner is None else self._queues[owner].override
+
+    def _track(self, job: JobInfo) -> None:
+        queue = self._queues.get(job.queue)
+        if queue is None:
+            return  # not a queue this picker serves
+        queue.jobids[job.jobid] = None
+        self._jobs[job.jobid] = job
+        self._owner[job.jobid] = job.queue
+        if queue.override is not None:
+            queue.override.on_job_push(job)
+            return
+        key = _key(job)
+        self._keys[job.jobid] = key
+        self._levels[-queue.priority].fcfs.add(key)
+
+    def _untrack(
+        self, jobid: int, new_state: JobState | None = None, update: JobInfo | None = None
+    ) -> None:
+        """Forget a job; its override picker hears why (state change, dispatch, update)."""
+        queue = self._queues[self._owner.pop(jobid)]
+        del queue.jobids[jobid]
+        job = self._jobs.pop(jobid)
+        if queue.override is not None:
+            if update is not None:
+                queue.override.on_job_update(update)
+            elif new_state is JobState.RUN:
+                queue.override.on_dispatch(jobid)
+            elif new_state is not None:
+                queue.override.on_job_state_change(job, new_state)
+            return
+        key = self._keys.pop(jobid)
+        self._levels[-queue.priority].fcfs.remove(key)
+
+    def _drop_queue(self, name: str, queue: _Queue) -> None:
+        level: _Level = self._levels[-queue.priority]
+        if queue.override is not None:
+            del level.overrides[name]
+            queue.override.fini()
+        del self._queues[name]
+        if not any(q.priority == queue.priority for q in self._queues.values()):
+            del self._levels[-queue.priority]
+
+
+_: type[JobPicker] = BuiltinFcfs

@@ -1,0 +1,310 @@
+"""Extension points of the core: one small Protocol each, and the plugin registry.
+
+A plugin sees the core only through the read-only protocols below (``CoreView``,
+``JobInfo``, ``QueueInfo``, ``HostInfo``); it returns its choices and the core applies
+them. Built-in plugins are listed in ``xce_core.in_tree``; third-party ones arrive
+through ``importlib.metadata`` entry points (groups ``xce.pickers`` and
+``xce.preempt_policies``), read by the composition root (the driver or a service),
+never by the core itself.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import ClassVar, Generic, Protocol, TypeVar
+
+from xce_schemas import HostStatus, JobState, SchedulerConfig
+
+from xce_core.errors import ConfigError
+
+# --- read-only views ---------------------------------------------------------------
+
+
+class JobInfo(Protocol):
+    """A job as plugins see it. Plugins must not assign to any attribute."""
+
+    @property
+    def jobid(self) -> int: ...
+    @property
+    def queue(self) -> str: ...
+    @property
+    def user(self) -> str: ...
+    @property
+    def project(self) -> str | None: ...
+    @property
+    def priority(self) -> int: ...
+    @property
+    def tasks(self) -> int: ...
+    @property
+    def resreq(self) -> str: ...
+    @property
+    def submit_ts(self) -> int: ...
+    @property
+    def queue_ts(self) -> int: ...
+    @property
+    def state(self) -> JobState: ...
+
+
+class QueueInfo(Protocol):
+    """A queue as plugins see it."""
+
+    @property
+    def name(self) -> str: ...
+    @property
+    def priority(self) -> int: ...
+    @property
+    def job_pick_plugin(self) -> str | None: ...
+    @property
+    def project_name(self) -> str | None: ...
+
+
+class HostInfo(Protocol):
+    """A host as plugins see it (slots are job slots)."""
+
+    @property
+    def name(self) -> str: ...
+    @property
+    def position(self) -> int: ...
+    @property
+    def slots(self) -> int: ...
+    @property
+    def used(self) -> int: ...
+    @property
+    def free(self) -> int: ...
+    @property
+    def status(self) -> HostStatus: ...
+
+
+class CoreView(Protocol):
+    """The narrow, read-only window plugins get on the core."""
+
+    def now(self) -> int:
+        """Virtual time, ns (the core's clock)."""
+        ...
+
+    def job(self, jobid: int) -> JobInfo | None:
+        """The job with this id, or None."""
+        ...
+
+    def queue(self, name: str) -> QueueInfo | None:
+        """The queue with this name, or None."""
+        ...
+
+    def hosts(self) -> Sequence[HostInfo]:
+        """Every host, in host order."""
+        ...
+
+    def check_cancel(self) -> None:
+        """A cancellation point: raises ``SessionCancelled`` if the session was cancelled."""
+        ...
+
+
+# --- job picker (Req 1) -------------------------------------------------------------
+
+
+class JobPicker(Protocol):
+    """A job picker (``xce_job_picker_iface_t``, Req 1 AC 2) decides HOW jobs are picked.
+
+    The core calls every hook, synchronously, in its one scheduling thread (Req 1 AC 3):
+
+    * state-change hooks while it handles the matching event, after its own state
+      changed: ``on_queue_update`` (QUEUE_UPDATE, and each queue of CONFIG_PUSH),
+      ``on_job_push`` (JOBS_PUSH), ``on_job_state_change`` (JOB_STATE_CHANGE),
+      ``on_job_update`` (JOB_UPDATE), ``on_config`` (CONFIG_PUSH),
+      ``on_job_rusage`` (JOB_RUSAGE);
+    * session hooks on BEGIN_ROUND: ``begin_session``, then ``next_job`` until it
+      returns None, then ``end_session`` (Req 1 AC 4);
+    * after each allocation attempt: ``on_dispatch`` or ``on_pend``;
+    * ``fini`` once, when the core replaces or drops the picker.
+
+    Contract: hooks never block and never mutate what they are given. ``next_job``
+    returns only a pending job, at most once per session, and calls
+    ``view.check_cancel()`` in its loops (the cancellation points of Req 1 AC 5).
+    ``begin_session`` resets the iteration cursor (Req 5 AC 6).
+    """
+
+    name: ClassVar[str]
+
+    def fini(self) -> None: ...
+    def on_config(self, config: SchedulerConfig) -> None: ...
+    def on_queue_update(self, queue: QueueInfo) -> None: ...
+    def on_job_push(self, job: JobInfo) -> None: ...
+    def on_job_state_change(self, job: JobInfo, new_state: JobState) -> None: ...
+    def on_job_update(self, job: JobInfo) -> None: ...
+    def on_job_rusage(self, job: JobInfo, rusage: Mapping[str, float]) -> None: ...
+    def begin_session(self) -> None: ...
+    def next_job(self) -> JobInfo | None: ...
+    def end_session(self) -> None: ...
+    def on_dispatch(self, jobid: int) -> None: ...
+    def on_pend(self, jobid: int) -> None: ...
+
+
+class PickerBase:
+    """No-op defaults for every ``JobPicker`` hook, so a picker writes only what it needs.
+
+    ``next_job`` has no sensible default and must be written.
+    """
+
+    name: ClassVar[str] = ""
+
+    def fini(self) -> None:
+        """Release what the picker holds (no-op)."""
+
+    def on_config(self, config: SchedulerConfig) -> None:
+        """A configuration was pushed (no-op)."""
+
+    def on_queue_update(self, queue: QueueInfo) -> None:
+        """A queue was added or changed (no-op)."""
+
+    def on_job_push(self, job: JobInfo) -> None:
+        """A job was submitted (no-op)."""
+
+    def on_job_state_change(self, job: JobInfo, new_state: JobState) -> None:
+        """A job changed state (no-op)."""
+
+    def on_job_update(self, job: JobInfo) -> None:
+        """A job's priority or queue changed (no-op)."""
+
+    def on_job_rusage(self, job: JobInfo, rusage: Mapping[str, float]) -> None:
+        """A running job's usage was measured (no-op)."""
+
+    def begin_session(self) -> None:
+        """A session starts (no-op)."""
+
+    def next_job(self) -> JobInfo | None:
+        """The next job to try; must be overridden."""
+        raise NotImplementedError(f"picker {self.name!r} does not implement next_job")
+
+    def end_session(self) -> None:
+        """The session ended (no-op)."""
+
+    def on_dispatch(self, jobid: int) -> None:
+        """The job was dispatched (no-op)."""
+
+    def on_pend(self, jobid: int) -> None:
+        """The job was pended for this session (no-op)."""
+
+
+@dataclass(frozen=True, slots=True)
+class PickerConfig:
+    """What a picker factory is given besides the view.
+
+    Attributes:
+        name: the registered name the picker was created under.
+        queue: the queue it serves when created as a per-queue override (Req 5 AC 2),
+            else None.
+        make_picker: builds another picker of the same registry by name for a queue,
+            so a picker can delegate to per-queue overrides; raises ``ConfigError``.
+    """
+
+    name: str
+    queue: str | None
+    make_picker: Callable[[str, str | None], JobPicker]
+
+
+PickerFactory = Callable[[PickerConfig, CoreView], JobPicker]
+
+# --- allocation (Reqs 2-4) -----------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class AllocPlan:
+    """A candidate shape for a primary request (Req 2 AC 2): ``(nhosts, slots_per_host)``.
+
+    ``tasks`` slots spread over ``nhosts`` hosts, ``slots_per_host`` on each but the
+    last, which takes the rest (``last_host_slots``, 1 to ``slots_per_host``), as LSF
+    fills ``span[ptile=N]``.
+    """
+
+    nhosts: int
+    slots_per_host: int
+    tasks: int
+
+    @property
+    def last_host_slots(self) -> int:
+        """Slots on the last host of the plan."""
+        return self.tasks - (self.nhosts - 1) * self.slots_per_host
+
+
+class AllocPlanIter(Protocol):
+    """A lazy plan iterator (``xce_alloc_plan_iter_t``, Req 2).
+
+    ``next()`` makes exactly one plan, most-preferred first, and returns None once
+    every plan was produced, again on every later call. ``close()`` releases all.
+    """
+
+    def next(self) -> AllocPlan | None: ...
+    def close(self) -> None: ...
+
+
+class HostIter(Protocol):
+    """A lazy host-candidate iterator for one plan (``xce_host_iter_t``, Req 3).
+
+    ``next()`` returns the next host that passes the plan's host filter, or None when
+    there is none left; ``close()`` releases it, independently of the plan iterator.
+    """
+
+    def next(self) -> HostInfo | None: ...
+    def close(self) -> None: ...
+    def __iter__(self) -> Iterator[HostInfo]: ...
+
+
+# --- the registry --------------------------------------------------------------------
+
+F = TypeVar("F")
+
+
+@dataclass(slots=True)
+class Registry(Generic[F]):
+    """A name → factory mapping for one kind of plugin ("picker", "preempt policy").
+
+    Duplicates and unknown names are errors; there is never a silent fallback.
+    """
+
+    kind: str
+    factories: dict[str, F] = field(default_factory=dict)
+
+    def register(self, name: str, factory: F) -> None:
+        """Add ``factory`` under ``name``.
+
+        Raises:
+            ConfigError: ``name`` is empty or already registered.
+        """
+        if not name:
+            raise ConfigError(f"a {self.kind} plugin needs a name")
+        if name in self.factories:
+            raise ConfigError(f"{self.kind} {name!r} is registered twice")
+        self.factories[name] = factory
+
+    def get(self, name: str) -> F:
+        """The factory registered as ``name``.
+
+        Raises:
+            ConfigError: naming the unknown name and listing the known ones
+                (Req 1 AC 6, Req 5 AC 5).
+        """
+        try:
+            return self.factories[name]
+        except KeyError:
+            known = ", ".join(self.names()) or "none"
+            raise ConfigError(f"unknown {self.kind} {name!r}; known: {known}") from None
+
+    def names(self) -> list[str]:
+        """Registered names, sorted."""
+        return sorted(self.factories)
+
+    def copy(self) -> Registry[F]:
+        """An independent copy (registering into it leaves this one alone)."""
+        return Registry(self.kind, dict(self.factories))
+
+
+@dataclass(slots=True)
+class PluginRegistry:
+    """Every plugin registry the core needs, handed finished to ``SchedCore``."""
+
+    pickers: Registry[PickerFactory] = field(default_factory=lambda: Registry("picker"))
+
+    def copy(self) -> PluginRegistry:
+        """An independent copy."""
+        return PluginRegistry(self.pickers.copy())

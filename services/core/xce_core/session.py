@@ -1,0 +1,64 @@
+"""Scratch state of one scheduling session (Kubernetes' ``CycleState``).
+
+Made at ``BEGIN_ROUND``, dropped at ``end_session``; nothing in it outlives the round.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from xce_schemas import PendingCode, PendingReason
+
+from xce_core.errors import SessionCancelled
+
+
+class CancelToken:
+    """Cooperative cancellation of a session (the Python form of ``pthread_cancel``).
+
+    ``cancel()`` may be called from any thread, or from the decision callback; the
+    session stops at its next cancellation point (``check()``).
+    """
+
+    __slots__ = ("cancelled",)
+
+    def __init__(self) -> None:
+        self.cancelled = False
+
+    def cancel(self) -> None:
+        """Ask the session to stop at its next cancellation point."""
+        self.cancelled = True
+
+    def check(self) -> None:
+        """A cancellation point.
+
+        Raises:
+            SessionCancelled: ``cancel()`` was called.
+        """
+        if self.cancelled:
+            raise SessionCancelled
+
+
+@dataclass(slots=True)
+class SessionState:
+    """One session's scratch data.
+
+    Attributes:
+        number: session count since the core started (1, 2, ...).
+        start_ts: the session's ``BEGIN_ROUND`` ts, ns.
+        from_s: allocation ``from``: ``start_ts // 10**9`` (alloc-equality Req 4).
+        token: the session's cancel token.
+        tried: jobs ``next_job`` returned this session (a picker may not repeat one).
+        reasons: pending reasons built this session, keyed by (cluster version,
+            code), so jobs blocked by the same state share one reason object.
+    """
+
+    number: int
+    start_ts: int
+    token: CancelToken = field(default_factory=CancelToken)
+    tried: dict[int, None] = field(default_factory=dict)
+    reasons: dict[tuple[int, PendingCode], PendingReason] = field(default_factory=dict)
+
+    @property
+    def from_s(self) -> int:
+        """The session start in whole seconds (``BEGIN_ROUND ts // 10**9``)."""
+        return self.start_ts // 1_000_000_000

@@ -1,0 +1,137 @@
+"""The core's mutable scheduling state. ``ClusterState`` is its one owner.
+
+Plugins never see these classes directly: they read them through the read-only
+protocols of ``xce_core.plugins`` (``JobInfo``, ``QueueInfo``, ``HostInfo``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from xce_schemas import (
+    HostStatus,
+    JobAlloc,
+    JobState,
+    ResourceDef,
+    SchedulerConfig,
+)
+
+from xce_core.alloc.free_index import FreeSlotIndex
+
+
+@dataclass(slots=True)
+class Queue:
+    """A queue (``xce_sched_queue_t``): priority, picker override, owning project."""
+
+    name: str
+    priority: int
+    job_pick_plugin: str | None = None
+    project_name: str | None = None
+
+
+@dataclass(slots=True)
+class Host:
+    """A host (``xce_worker_t``): its slots, how many are used, its status.
+
+    Attributes:
+        name: host name.
+        position: place in host order (the order hosts were first pushed).
+        slots: capacity in job slots.
+        used: slots held by running jobs.
+        status: only ``ok`` hosts take new jobs.
+    """
+
+    name: str
+    position: int
+    slots: int
+    used: int = 0
+    status: HostStatus = HostStatus.OK
+
+    @property
+    def free(self) -> int:
+        """Free slots: ``slots - used`` (never negative)."""
+        return self.slots - self.used
+
+    @property
+    def usable_free(self) -> int:
+        """Free slots a new job may take: ``free`` on an ok host, else 0."""
+        return self.slots - self.used if self.status is HostStatus.OK else 0
+
+
+@dataclass(slots=True)
+class Job:
+    """A job the core knows (``xce_sched_job_t``), pending, running or suspended.
+
+    Attributes:
+        jobid, queue, user, project, priority, tasks, resreq: as submitted (or updated).
+        submit_ts: submission time, ns.
+        queue_ts: time it (re)entered the queue, ns; FCFS orders by it.
+        state: PEND, RUN or SUSP (finished jobs leave the core).
+        alloc: the allocation it runs on, while RUN or SUSP.
+        rusage: latest measured usage (resource name → value).
+    """
+
+    jobid: int
+    queue: str
+    user: str
+    project: str | None
+    priority: int
+    tasks: int
+    resreq: str
+    submit_ts: int
+    queue_ts: int
+    state: JobState = JobState.PEND
+    alloc: JobAlloc | None = None
+    rusage: dict[str, float] = field(default_factory=dict)
+
+
+@dataclass(slots=True)
+class ClusterState:
+    """Every piece of mutable scheduling state, owned by one ``SchedCore``.
+
+    ``version`` increases whenever any host's free slots change, so session-scoped
+    memos keyed on it stay correct.
+    """
+
+    config: SchedulerConfig = field(default_factory=SchedulerConfig)
+    queues: dict[str, Queue] = field(default_factory=dict)
+    hosts: dict[str, Host] = field(default_factory=dict)
+    host_order: list[Host] = field(default_factory=list)
+    jobs: dict[int, Job] = field(default_factory=dict)
+    resources: dict[str, ResourceDef] = field(default_factory=dict)
+    resvals: dict[tuple[str, str], float | bool | str] = field(default_factory=dict)
+    free_index: FreeSlotIndex = field(default_factory=FreeSlotIndex)
+    capacity: int = 0
+    next_instid: int = 1
+    sessions: int = 0
+    version: int = 0
+
+    def add_host(self, name: str, slots: int, status: HostStatus) -> Host:
+        """Append a new host at the end of host order."""
+        host = Host(name, len(self.host_order), slots, 0, status)
+        self.hosts[name] = host
+        self.host_order.append(host)
+        self.capacity += slots
+        self._reindex(host)
+        return host
+
+    def set_host(self, host: Host, slots: int, status: HostStatus) -> None:
+        """Change a host's capacity or status (``slots`` ≥ its used slots)."""
+        self.capacity += slots - host.slots
+        host.slots = slots
+        host.status = status
+        self._reindex(host)
+
+    def take_slots(self, host: Host, slots: int) -> None:
+        """A job takes ``slots`` on ``host`` (caller checked they are free)."""
+        host.used += slots
+        self._reindex(host)
+
+    def give_slots(self, host: Host, slots: int) -> None:
+        """A job gives ``slots`` back on ``host``."""
+        host.used -= slots
+        self._reindex(host)
+
+    def _reindex(self, host: Host) -> None:
+        self.free_index.update(host.position, host.usable_free)
+        self.version += 1
