@@ -49,6 +49,7 @@ from xce_schemas.recording import (
     Header,
     RecordingLine,
     Snapshot,
+    config_hash,
     parse_recording_line,
 )
 
@@ -98,6 +99,7 @@ __all__ = [
     "SchedulerConfig",
     "Snapshot",
     "WorkersPush",
+    "config_hash",
     "parse_decision",
     "parse_event",
     "parse_recording_line",

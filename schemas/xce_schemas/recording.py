@@ -6,6 +6,7 @@ as they are) and ``DECISION`` lines, each with ``ts`` in integer nanoseconds.
 
 from __future__ import annotations
 
+import hashlib
 from typing import Annotated, Any, Literal
 
 from pydantic import Field, TypeAdapter
@@ -23,6 +24,7 @@ from xce_schemas.events import (
     ResourcesPush,
     ResvalsDelta,
     ResvalsFull,
+    SchedulerConfig,
     TimestampNs,
     WorkersPush,
 )
@@ -85,3 +87,12 @@ def parse_recording_line(text: str | bytes) -> RecordingLine:
         pydantic.ValidationError: naming the line type and the offending field.
     """
     return RECORDING_LINE_ADAPTER.validate_json(text)
+
+
+def config_hash(config: SchedulerConfig) -> str:
+    """The HEADER's configuration hash: ``sha256:`` + hex digest of the config's JSON.
+
+    The JSON is pydantic's, whose key order is the model's field order, so the same
+    configuration always gives the same hash.
+    """
+    return "sha256:" + hashlib.sha256(config.model_dump_json().encode()).hexdigest()
