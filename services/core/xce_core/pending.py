@@ -7,6 +7,7 @@ nothing else constructs a ``PendingReason``, so a dedup pool can live here later
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
+from functools import lru_cache
 
 from xce_schemas import (
     HostReason,
@@ -42,6 +43,12 @@ def make_pending_reason(
     return PendingReason(main=main, hosts=tuple(hosts), resources=tuple(resources))
 
 
+@lru_cache(maxsize=1 << 16)
+def host_reason(host: str, code: PendingCode) -> HostReason:
+    """The host-based entry ``(host, code)``, one shared immutable object per pair."""
+    return HostReason(host=host, code=code)
+
+
 def host_reasons(hosts: Sequence[HostInfo], min_free: int) -> tuple[HostReason, ...]:
     """Host-based entries: why each host cannot take a share of ``min_free`` slots.
 
@@ -50,12 +57,13 @@ def host_reasons(hosts: Sequence[HostInfo], min_free: int) -> tuple[HostReason, 
     share get no entry. In host order.
     """
     entries: list[HostReason] = []
+    short = PendingCode.HOST_NOT_ENOUGH_SLOTS
     for host in hosts:
-        code = _STATUS_CODE.get(host.status)
-        if code is None and host.free < min_free:
-            code = PendingCode.HOST_NOT_ENOUGH_SLOTS
-        if code is not None:
-            entries.append(HostReason(host=host.name, code=code))
+        if host.status is HostStatus.OK:
+            if host.slots - host.used < min_free:
+                entries.append(host_reason(host.name, short))
+        else:
+            entries.append(host_reason(host.name, _STATUS_CODE[host.status]))
     return tuple(entries)
 
 
