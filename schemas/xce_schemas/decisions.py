@@ -23,8 +23,6 @@ SIGCONT = 18
 HOOK_DETAIL_JOB_STOP = 65
 
 
-
-
 class NewSession(WireModel):
     """A scheduling session began: ``session`` counts sessions from 1."""
 

@@ -15,10 +15,11 @@ from __future__ import annotations
 import logging
 import random
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any
+from typing import Any, get_args
 
 from pydantic import ValidationError
 from xce_schemas import (
+    EVENT_TYPES,
     SLOTS,
     Alloc,
     BeginRound,
@@ -71,6 +72,9 @@ DecisionCallback = Callable[[Decision], object]
 
 _FINISHED = (JobState.DONE, JobState.EXIT)
 
+#: The eleven event model classes (the members of the ``CoreEvent`` union).
+EVENT_CLASSES: tuple[type, ...] = get_args(get_args(CoreEvent)[0])
+
 
 def _reject(event_type: str, where: str, why: str) -> EventError:
     return EventError(f"{event_type} rejected: {where}: {why}")
@@ -78,7 +82,11 @@ def _reject(event_type: str, where: str, why: str) -> EventError:
 
 def _validation_error(data: Mapping[str, Any], exc: ValidationError) -> EventError:
     """Turn pydantic's report into one line naming the event type and field."""
-    event_type = data.get("type", "?") if isinstance(data, Mapping) else "?"
+    event_type = data.get("type")
+    if not isinstance(event_type, str):
+        return EventError(
+            f"event rejected: type: missing; expected one of {', '.join(EVENT_TYPES)}"
+        )
     first = exc.errors()[0]
     location = ".".join(str(part) for part in first["loc"][1:]) or "event"
     return EventError(f"{event_type} rejected: {location}: {first['msg']}")
@@ -178,13 +186,17 @@ class SchedCore:
                 nothing changed.
             ConfigError: a configuration names an unknown plugin; nothing changed.
         """
-        if not hasattr(event, "type") or isinstance(event, Mapping):
+        if isinstance(event, Mapping):
+            data = event
             try:
-                event = parse_event(dict(event))  # type: ignore[arg-type]
+                event = parse_event(dict(data))
             except ValidationError as exc:
-                raise _validation_error(event, exc) from None  # type: ignore[arg-type]
-            except (TypeError, ValueError) as exc:
-                raise EventError(f"event rejected: not an event object ({exc})") from None
+                raise _validation_error(data, exc) from None
+        elif not isinstance(event, EVENT_CLASSES):
+            raise EventError(
+                "event rejected: expected an event model or a JSON object, "
+                f"not {type(event).__name__}"
+            )
         if event.ts < self.last_ts:
             raise _reject(event.type, "ts", f"{event.ts} is earlier than {self.last_ts}")
         self._handlers[event.type](event)
@@ -306,9 +318,7 @@ class SchedCore:
             if resource is None:
                 raise _reject(event_type, f"{where}.resource", f"unknown resource {val.resource!r}")
             if resource.shared and val.host is not None:
-                raise _reject(
-                    event_type, f"{where}.host", f"{val.resource!r} is shared: no host"
-                )
+                raise _reject(event_type, f"{where}.host", f"{val.resource!r} is shared: no host")
             if not resource.shared and val.host is None:
                 raise _reject(event_type, f"{where}.host", f"{val.resource!r} needs a host")
             if val.host is not None and val.host not in self.state.hosts:
@@ -500,7 +510,9 @@ class SchedCore:
         for info, slots in placement.shares:
             host = state.hosts[info.name]
             state.take_slots(host, slots)
-            alloc = Alloc(name=SLOTS, value=float(slots), from_=session.from_s, instid=state.next_instid)
+            alloc = Alloc(
+                name=SLOTS, value=float(slots), from_=session.from_s, instid=state.next_instid
+            )
             state.next_instid += 1
             host_allocs.append(HostAlloc(host=host.name, allocs=(alloc,)))
         job.alloc = JobAlloc(jobid=job.jobid, hosts=tuple(host_allocs))

@@ -28,7 +28,7 @@ class PluginError(CoreError, RuntimeError):
     """A plugin broke its contract (e.g. a picker returned a job that is not pending)."""
 
 
-class SessionCancelled(CoreError):  # noqa: N818 (a signal, not a failure)
+class SessionCancelled(CoreError):
     """Raised at a cancellation point when the current session has been cancelled.
 
     The core catches it in the session loop; plugins let it propagate.

@@ -71,11 +71,19 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="PATH",
         help="SWF trace (.swf or .swf.gz); default: a generated Lublin-Feitelson workload",
     )
-    sim.add_argument("--hosts", type=_positive_int, metavar="N", help="hosts (default: trace's MaxProcs)")
     sim.add_argument(
-        "--slots-per-host", type=_positive_int, default=1, metavar="K", help="slots per host (default 1)"
+        "--hosts", type=_positive_int, metavar="N", help="hosts (default: trace's MaxProcs)"
     )
-    sim.add_argument("--policy", default="builtin_fcfs", metavar="NAME", help="job picker (default builtin_fcfs)")
+    sim.add_argument(
+        "--slots-per-host",
+        type=_positive_int,
+        default=1,
+        metavar="K",
+        help="slots per host (default 1)",
+    )
+    sim.add_argument(
+        "--policy", default="builtin_fcfs", metavar="NAME", help="job picker (default builtin_fcfs)"
+    )
     sim.add_argument(
         "--round-interval",
         type=_positive_int,
@@ -83,12 +91,27 @@ def build_parser() -> argparse.ArgumentParser:
         help="a scheduling round every S seconds (default: at every change)",
     )
     sim.add_argument("--seed", type=_int, default=1, metavar="S", help="PRNG seed (default 1)")
-    sim.add_argument("--jobs", type=_positive_int, default=DEFAULT_JOBS, metavar="N",
-                     help=f"jobs of the generated workload (default {DEFAULT_JOBS})")
-    sim.add_argument("--max-jobs", type=_positive_int, metavar="N", help="simulate only the first N trace records")
-    sim.add_argument("--swf-queues", metavar="MAP",
-                     help="trace queue numbers to queues: NUM=NAME[:PRIORITY],...,*=NAME[:PRIORITY]")
-    sim.add_argument("--record", metavar="OUT.jsonl", help="write the recording (JSONL; .gz compresses)")
+    sim.add_argument(
+        "--jobs",
+        type=_positive_int,
+        default=DEFAULT_JOBS,
+        metavar="N",
+        help=f"jobs of the generated workload (default {DEFAULT_JOBS})",
+    )
+    sim.add_argument(
+        "--max-jobs",
+        type=_positive_int,
+        metavar="N",
+        help="simulate only the first N trace records",
+    )
+    sim.add_argument(
+        "--swf-queues",
+        metavar="MAP",
+        help="trace queue numbers to queues: NUM=NAME[:PRIORITY],...,*=NAME[:PRIORITY]",
+    )
+    sim.add_argument(
+        "--record", metavar="OUT.jsonl", help="write the recording (JSONL; .gz compresses)"
+    )
     sim.add_argument("--report", metavar="OUT.json", help="write the report as JSON")
     sim.add_argument("--jobs-out", metavar="OUT.csv", help="write per-job results as CSV")
     sim.add_argument("--quiet", action="store_true", help="print no summary table")
@@ -108,7 +131,9 @@ def _check_output(path: str | None, option: str) -> None:
 def _load_trace(args: argparse.Namespace) -> SwfTrace:
     if args.workload is None:
         hosts = args.hosts or DEFAULT_HOSTS
-        return generate_lublin(n_jobs=args.jobs, nodes=hosts * args.slots_per_host, seed=max(args.seed, 0))
+        return generate_lublin(
+            n_jobs=args.jobs, nodes=hosts * args.slots_per_host, seed=max(args.seed, 0)
+        )
     return read_swf(args.workload)
 
 
@@ -120,9 +145,14 @@ def _print_summary(console: Console, report: Report) -> None:
         ("policy", report.policy),
         ("cluster", f"{report.hosts} hosts, {report.slots} slots"),
         ("jobs", f"{report.jobs_total} total, {report.jobs_finished} finished"),
-        ("skipped / rejected / never started",
-         f"{report.jobs_skipped} / {report.jobs_rejected} / {report.jobs_never_started}"),
-        ("wait mean / median / max", f"{report.mean_wait_s:,.0f} / {report.median_wait_s:,.0f} / {report.max_wait_s:,} s"),
+        (
+            "skipped / rejected / never started",
+            f"{report.jobs_skipped} / {report.jobs_rejected} / {report.jobs_never_started}",
+        ),
+        (
+            "wait mean / median / max",
+            f"{report.mean_wait_s:,.0f} / {report.median_wait_s:,.0f} / {report.max_wait_s:,} s",
+        ),
         ("mean bounded slowdown (τ=10 s)", f"{report.mean_bounded_slowdown:,.2f}"),
         ("utilization", f"{report.utilization:.1%}"),
         ("makespan", f"{report.makespan_s:,} s ({report.makespan_s / 86400:,.1f} days)"),
@@ -137,7 +167,11 @@ def _print_summary(console: Console, report: Report) -> None:
 
 def simulate(args: argparse.Namespace) -> int:
     """Run ``xce-sched simulate``; returns the exit status."""
-    for path, option in ((args.record, "--record"), (args.report, "--report"), (args.jobs_out, "--jobs-out")):
+    for path, option in (
+        (args.record, "--record"),
+        (args.report, "--report"),
+        (args.jobs_out, "--jobs-out"),
+    ):
         _check_output(path, option)
     registry = load_registry()
     registry.pickers.get(args.policy)

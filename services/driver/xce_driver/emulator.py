@@ -37,8 +37,8 @@ from xce_schemas import (
     Decision,
     Dispatch,
     HostSpec,
-    JobsPush,
     JobSpec,
+    JobsPush,
     JobState,
     JobStateChange,
     Pend,
@@ -257,9 +257,7 @@ class ClusterEmulator:
         base = self._origin_ns
         steps = (now - base) // self._interval_ns + 1
         self._next_round_ns = base + steps * self._interval_ns
-        heapq.heappush(
-            self._agenda, (self._next_round_ns, EventPriority.ROUND, next(self._seq), 0)
-        )
+        heapq.heappush(self._agenda, (self._next_round_ns, EventPriority.ROUND, next(self._seq), 0))
 
 
 #: Pending reasons a controller answers by rejecting the job: it can never run here.

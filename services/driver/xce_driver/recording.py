@@ -7,10 +7,11 @@ crossed the core's boundary. A path ending in ``.gz`` is written gzip-compressed
 from __future__ import annotations
 
 import gzip
+import io
 from datetime import UTC, datetime
 from pathlib import Path
 from types import TracebackType
-from typing import IO, Any
+from typing import Any
 
 import orjson
 from xce_schemas import (
@@ -36,8 +37,9 @@ class RecordingWriter:
     def __init__(self, path: str | Path) -> None:
         self.path = Path(path)
         self.lines = 0
+        self._file: io.BufferedIOBase
         if self.path.name.endswith(".gz"):
-            self._file: IO[bytes] = gzip.open(self.path, "wb")  # noqa: SIM115
+            self._file = gzip.GzipFile(self.path, "wb")
         else:
             self._file = open(self.path, "wb")  # noqa: SIM115
 

@@ -27,7 +27,9 @@ from xce_driver.workloads.mapping import MappedWorkload
 def host_specs(count: int, slots_per_host: int) -> tuple[HostSpec, ...]:
     """``count`` hosts named ``h001``, ``h002``, ... (zero-padded to one width)."""
     width = max(3, len(str(count)))
-    return tuple(HostSpec(name=f"h{i:0{width}d}", slots=slots_per_host) for i in range(1, count + 1))
+    return tuple(
+        HostSpec(name=f"h{i:0{width}d}", slots=slots_per_host) for i in range(1, count + 1)
+    )
 
 
 def scheduler_config(workload: MappedWorkload, policy: str) -> SchedulerConfig:

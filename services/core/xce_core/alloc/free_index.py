@@ -68,7 +68,9 @@ class FreeSlotIndex:
 
         The index must not change while the iterator is in use.
         """
-        buckets = [iter(b) for free, b in sorted(self._buckets.items()) if free >= slots]
+        buckets: list[Iterator[int]] = [
+            iter(b) for free, b in sorted(self._buckets.items()) if free >= slots
+        ]
         if len(buckets) == 1:
             return buckets[0]
         return heapq.merge(*buckets)

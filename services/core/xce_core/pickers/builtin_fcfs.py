@@ -174,7 +174,8 @@ class BuiltinFcfs(PickerBase):
                 self._lane = 1
             overrides = level.overrides
             while self._lane <= len(overrides):
-                job = overrides.peekitem(self._lane - 1)[1].next_job()
+                override: JobPicker = overrides.peekitem(self._lane - 1)[1]
+                job = override.next_job()
                 if job is not None:
                     return job
                 self._lane += 1

@@ -172,9 +172,12 @@ def parse_record(text: str, *, where: str) -> SwfRecord:
 
 
 def _lines(path: Path) -> Iterator[str]:
-    opener = gzip.open if path.name.endswith(".gz") else open
-    with opener(path, "rt", encoding="utf-8", errors="replace") as handle:  # type: ignore[operator]
-        yield from handle
+    if path.name.endswith(".gz"):
+        with gzip.open(path, "rt", encoding="utf-8", errors="replace") as handle:
+            yield from handle
+    else:
+        with open(path, encoding="utf-8", errors="replace") as handle:
+            yield from handle
 
 
 def read_swf(path: str | Path) -> SwfTrace:

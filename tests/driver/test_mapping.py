@@ -1,0 +1,367 @@
+"""Tests of the mapping from an SWF trace to simulated jobs and a cluster."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import pytest
+from xce_driver.workloads.mapping import (
+    DEFAULT_QUEUE,
+    DEFAULT_QUEUE_PRIORITY,
+    MappingError,
+    QueueMap,
+    SimJob,
+    map_trace,
+)
+from xce_driver.workloads.swf import SwfHeader, SwfRecord, SwfTrace
+
+
+def rec(
+    job: int,
+    submit: int,
+    run: int,
+    *,
+    alloc: int = -1,
+    req: int = -1,
+    queue: int = -1,
+    user: int = 1,
+) -> SwfRecord:
+    """An SWF record with the fields the mapping reads; -1 elsewhere."""
+    return SwfRecord(
+        job, submit, -1, run, alloc, -1.0, -1.0, req, -1, -1.0, 1, user, -1, -1, queue, -1, -1, -1
+    )
+
+
+def trace(*records: SwfRecord, **header: str) -> SwfTrace:
+    """A trace with ``header`` as its ``; Key: value`` lines."""
+    values = dict(header)
+    return SwfTrace(SwfHeader(values, {key: [value] for key, value in values.items()}), records, "t.swf")
+
+
+def shape(jobs: tuple[SimJob, ...]) -> list[tuple[int, int, int, int, str, str]]:
+    return [(j.jobid, j.submit_s, j.run_s, j.tasks, j.queue, j.user) for j in jobs]
+
+
+# --- cluster shape ---------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "header, hosts, expected",
+    [
+        ({"MaxProcs": "128", "MaxNodes": "64"}, None, 128),
+        ({"MaxNodes": "256"}, None, 256),
+        ({"MaxProcs": "-1", "MaxNodes": "32"}, None, 32),
+        ({"MaxProcs": "128"}, 16, 16),
+        ({}, 4, 4),
+    ],
+    ids=[
+        "MaxProcs wins over MaxNodes",
+        "MaxNodes when MaxProcs is absent",
+        "MaxNodes when MaxProcs is unknown",
+        "an explicit host count wins over the header",
+        "no header, an explicit host count",
+    ],
+)
+def test_host_count(header: dict[str, str], hosts: int | None, expected: int) -> None:
+    workload = map_trace(trace(rec(1, 0, 10, alloc=1), **header), hosts=hosts)
+    assert workload.hosts == expected
+    assert workload.slots_per_host == 1
+
+
+@pytest.mark.parametrize(
+    "header, kwargs, message",
+    [
+        ({}, {}, "t.swf: the header gives no MaxProcs or MaxNodes; pass --hosts"),
+        ({"MaxProcs": "0"}, {}, "t.swf: the header gives no MaxProcs or MaxNodes; pass --hosts"),
+        ({"MaxProcs": "8"}, {"hosts": 0}, "hosts and slots per host must be at least 1"),
+        ({"MaxProcs": "8"}, {"slots_per_host": 0}, "hosts and slots per host must be at least 1"),
+    ],
+    ids=[
+        "no size in the header and none given",
+        "a machine of zero processors",
+        "zero hosts asked for",
+        "zero slots per host asked for",
+    ],
+)
+def test_unusable_cluster_shape(
+    header: dict[str, str], kwargs: dict[str, int], message: str
+) -> None:
+    with pytest.raises(MappingError) as error:
+        map_trace(trace(rec(1, 0, 10, alloc=1), **header), **kwargs)  # type: ignore[arg-type]
+    assert str(error.value) == message
+
+
+def test_slots_per_host_is_kept() -> None:
+    workload = map_trace(trace(rec(1, 0, 10, alloc=1), MaxProcs="8"), slots_per_host=4)
+    assert (workload.hosts, workload.slots_per_host) == (8, 4)
+
+
+# --- jobs ------------------------------------------------------------------------------
+
+
+def test_defaults_map_each_record_to_a_job() -> None:
+    workload = map_trace(
+        trace(
+            rec(7, 100, 3600, alloc=2, req=4, queue=1, user=12),  # requested procs win
+            rec(9, 150, 60, alloc=3, req=-1, user=-1),  # allocated procs, no user
+            rec(11, 200, 0, alloc=5, req=0, queue=0),  # zero run time is kept
+            MaxProcs="8",
+            UnixStartTime="893466664",
+        )
+    )
+    assert shape(workload.jobs) == [
+        (7, 100, 3600, 4, DEFAULT_QUEUE, "u12"),
+        (9, 150, 60, 3, DEFAULT_QUEUE, "nobody"),
+        (11, 200, 0, 5, DEFAULT_QUEUE, "u1"),
+    ]
+    assert workload.skipped == 0
+    assert workload.origin_s == 893_466_664
+    assert workload.queues == {DEFAULT_QUEUE: DEFAULT_QUEUE_PRIORITY}
+
+
+@pytest.mark.parametrize(
+    "record",
+    [
+        rec(5, 10, -1, alloc=4, req=4),
+        rec(5, 10, 60, alloc=-1, req=-1),
+        rec(5, 10, 60, alloc=0, req=0),
+        rec(5, -1, 60, alloc=4, req=4),
+    ],
+    ids=[
+        "unknown run time",
+        "unknown processor counts",
+        "zero processors in both fields",
+        "unknown submit time",
+    ],
+)
+def test_record_that_cannot_run_is_skipped_and_counted(record: SwfRecord) -> None:
+    workload = map_trace(trace(rec(1, 0, 10, alloc=1), record, rec(9, 20, 5, alloc=1), MaxProcs="8"))
+    assert [job.jobid for job in workload.jobs] == [1, 9]
+    assert workload.skipped == 1
+
+
+def test_jobs_are_sorted_by_submit_time_then_job_number() -> None:
+    workload = map_trace(
+        trace(
+            rec(5, 10, 1, alloc=1),
+            rec(3, 10, 1, alloc=1),
+            rec(9, 5, 1, alloc=1),
+            rec(1, 10, 1, alloc=1),
+            MaxProcs="8",
+        )
+    )
+    assert [(job.submit_s, job.jobid) for job in workload.jobs] == [(5, 9), (10, 1), (10, 3), (10, 5)]
+
+
+@pytest.mark.parametrize(
+    "max_jobs, jobids, skipped",
+    [
+        (1, [1], 0),
+        (3, [1, 4], 1),
+        (5, [1, 4, 5], 2),
+        (99, [1, 4, 5], 2),
+    ],
+    ids=[
+        "a one-record prefix",
+        "a prefix holding one record that is skipped",
+        "the whole trace",
+        "a prefix longer than the trace",
+    ],
+)
+def test_max_jobs_keeps_a_prefix_of_records(max_jobs: int, jobids: list[int], skipped: int) -> None:
+    records = (
+        rec(1, 0, 10, alloc=1),
+        rec(2, 1, -1, alloc=1),  # skipped: unknown run time
+        rec(4, 2, 10, alloc=1),
+        rec(3, 3, 10, alloc=0),  # skipped: no processors
+        rec(5, 4, 10, alloc=1),
+    )
+    workload = map_trace(trace(*records, MaxProcs="8"), max_jobs=max_jobs)
+    assert [job.jobid for job in workload.jobs] == jobids
+    assert workload.skipped == skipped
+
+
+@pytest.mark.parametrize(
+    "records",
+    [
+        (rec(7, 0, 10, alloc=1), rec(7, 5, 10, alloc=1)),
+        (rec(7, 0, 10, alloc=1), rec(7, 5, -1, alloc=1)),
+    ],
+    ids=["two runnable records share a number", "a skipped record reuses a number"],
+)
+def test_duplicate_job_number_is_rejected(records: tuple[SwfRecord, ...]) -> None:
+    with pytest.raises(MappingError) as error:
+        map_trace(trace(*records, MaxProcs="8"))
+    assert str(error.value) == "t.swf: job number 7 appears twice"
+
+
+def test_duplicate_job_number_past_the_prefix_is_ignored() -> None:
+    records = (rec(7, 0, 10, alloc=1), rec(8, 1, 10, alloc=1), rec(7, 5, 10, alloc=1))
+    workload = map_trace(trace(*records, MaxProcs="8"), max_jobs=2)
+    assert [job.jobid for job in workload.jobs] == [7, 8]
+
+
+def test_queue_map_sends_trace_queues_to_named_queues() -> None:
+    queue_map = QueueMap.parse("0=interactive:60,1=express:50,*=batch:20")
+    workload = map_trace(
+        trace(
+            rec(1, 0, 10, alloc=1, queue=1),
+            rec(2, 1, 10, alloc=1, queue=0),
+            rec(3, 2, 10, alloc=1, queue=5),
+            rec(4, 3, 10, alloc=1, queue=-1),
+            MaxProcs="8",
+        ),
+        queue_map=queue_map,
+    )
+    assert [(job.jobid, job.queue) for job in workload.jobs] == [
+        (1, "express"),
+        (2, "interactive"),
+        (3, "batch"),
+        (4, "batch"),
+    ]
+    assert workload.queues == {"interactive": 60, "express": 50, "batch": 20}
+
+
+# --- QueueMap.parse ------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "text, by_number, default",
+    [
+        ("1=express:50", {1: ("express", 50)}, ("normal", 30)),
+        ("1=express", {1: ("express", 30)}, ("normal", 30)),
+        ("1=express:", {1: ("express", 30)}, ("normal", 30)),
+        ("*=batch:5", {}, ("batch", 5)),
+        (" 0 = interactive : 60 , 1=express:50 ", {0: ("interactive", 60), 1: ("express", 50)}, ("normal", 30)),
+        ("6=No_Class:-10,7=dev-queue:0", {6: ("No_Class", -10), 7: ("dev-queue", 0)}, ("normal", 30)),
+        ("-1=unknown:1,*=normal:30", {-1: ("unknown", 1)}, ("normal", 30)),
+    ],
+    ids=[
+        "one queue with a priority",
+        "priority left out",
+        "priority left empty",
+        "only the default queue",
+        "spaces around every part",
+        "underscores, hyphens and a negative priority",
+        "the trace's unknown queue number -1",
+    ],
+)
+def test_queue_map_parses(
+    text: str, by_number: dict[int, tuple[str, int]], default: tuple[str, int]
+) -> None:
+    queue_map = QueueMap.parse(text)
+    assert queue_map.by_number == by_number
+    assert queue_map.default == default
+
+
+def test_queue_map_lookup_and_queues() -> None:
+    queue_map = QueueMap.parse("2=high:40,1=express:50,*=low:10")
+    assert [queue_map(n) for n in (1, 2, 3, -1)] == ["express", "high", "low", "low"]
+    assert queue_map.queues() == {"high": 40, "express": 50, "low": 10}  # first mention order
+
+
+@pytest.mark.parametrize(
+    "text, message",
+    [
+        ("garbage", "queue map entry 'garbage' is not NUM=NAME[:PRIORITY]"),
+        ("", "queue map entry '' is not NUM=NAME[:PRIORITY]"),
+        ("1=express,", "queue map entry '' is not NUM=NAME[:PRIORITY]"),
+        ("1=", "queue map entry '1=' is not NUM=NAME[:PRIORITY]"),
+        ("1=:50", "queue map entry '1=:50' is not NUM=NAME[:PRIORITY]"),
+        ("1=exp ress", "queue map entry '1=exp ress' is not NUM=NAME[:PRIORITY]"),
+        ("1=a/b", "queue map entry '1=a/b' is not NUM=NAME[:PRIORITY]"),
+        ("1=express:high", "queue map entry '1=express:high': priority 'high' is not a whole number"),
+        ("1=express:1.5", "queue map entry '1=express:1.5': priority '1.5' is not a whole number"),
+        ("1=express:5:6", "queue map entry '1=express:5:6': priority '5:6' is not a whole number"),
+        ("one=express", "queue map entry 'one=express': 'one' is not a queue number"),
+        ("=express", "queue map entry '=express': '' is not a queue number"),
+        ("1=a,2=b,1=c", "queue map maps queue number 1 twice"),
+    ],
+    ids=[
+        "no equals sign",
+        "nothing at all",
+        "a trailing comma",
+        "no queue name",
+        "a priority but no queue name",
+        "a space inside the queue name",
+        "a slash in the queue name",
+        "a word as priority",
+        "a fractional priority",
+        "two priorities",
+        "a word as queue number",
+        "no queue number",
+        "one queue number mapped twice",
+    ],
+)
+def test_queue_map_rejects(text: str, message: str) -> None:
+    with pytest.raises(MappingError) as error:
+        QueueMap.parse(text)
+    assert str(error.value) == message
+
+
+@pytest.mark.parametrize(
+    "text",
+    ["1=a:50,2=a:40", "1=normal:50"],
+    ids=[
+        "two entries give one queue two priorities",
+        "an entry gives the implicit default queue another priority",
+    ],
+)
+def test_one_queue_with_two_priorities_is_rejected(text: str) -> None:
+    queue_map = QueueMap.parse(text)
+    with pytest.raises(MappingError, match="is given two priorities"):
+        queue_map.queues()
+    with pytest.raises(MappingError, match="is given two priorities"):
+        map_trace(trace(rec(1, 0, 10, alloc=1), MaxProcs="8"), queue_map=queue_map)
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="source bug: a second '*=' entry silently replaces the first (numbers may not repeat)",
+)
+def test_default_queue_given_twice_is_rejected() -> None:
+    with pytest.raises(MappingError):
+        QueueMap.parse("*=normal:30,*=low:10")
+
+
+# --- the shared traces -------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "file, hosts, jobs, skipped, origin",
+    [
+        ("SDSC-SP2-1998-4.2-cln.swf.gz", 128, 59_715 - 5_671, 5_671, 893_466_664),
+        ("KTH-SP2-1996-2.1-cln.swf.gz", 100, 28_476 - 1, 1, 843_480_031),
+        ("NASA-iPSC-1993-3.1-cln.swf.gz", 128, 18_239, 0, 749_458_803),
+        ("lublin_256.swf", 256, 10_000, 0, 0),
+        ("lublin_256_new2.swf", 256, 10_000, 0, 0),
+    ],
+    ids=[
+        "SDSC-SP2: jobs with run time -1 are skipped",
+        "KTH-SP2: job 27313 without processors is skipped",
+        "NASA-iPSC: every record runs",
+        "Lublin-1: hosts from MaxNodes",
+        "Lublin-2: hosts from MaxNodes",
+    ],
+)
+def test_map_real_trace(
+    load_trace: Callable[[str], SwfTrace],
+    file: str,
+    hosts: int,
+    jobs: int,
+    skipped: int,
+    origin: int,
+) -> None:
+    swf = load_trace(file)
+    workload = map_trace(swf)
+    assert (workload.hosts, len(workload.jobs), workload.skipped) == (hosts, jobs, skipped)
+    assert workload.origin_s == origin
+    by_number = {record.job_number: record for record in swf.records}
+    for job in workload.jobs[:: max(1, len(workload.jobs) // 500)]:
+        record = by_number[job.jobid]
+        assert job.submit_s == record.submit_time
+        assert job.run_s == record.run_time
+        expected_tasks = record.requested_procs if record.requested_procs > 0 else record.allocated_procs
+        assert job.tasks == expected_tasks
+    keys = [(job.submit_s, job.jobid) for job in workload.jobs]
+    assert keys == sorted(keys)

@@ -1,0 +1,127 @@
+"""The wire contract: JSON Schema files in step with the models, strict validation."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from pydantic import ValidationError
+from xce_schemas import (
+    EVENT_TYPES,
+    Alloc,
+    Dispatch,
+    JobAlloc,
+    PendingReason,
+    parse_decision,
+    parse_event,
+    parse_recording_line,
+)
+from xce_schemas.export import schema_texts
+
+JSON_DIR = Path(__file__).resolve().parents[2] / "schemas" / "json"
+
+EXAMPLES = {
+    "CONFIG_PUSH": {
+        "config": {
+            "job_pick_plugin": "builtin_fcfs",
+            "queues": [{"name": "normal", "priority": 30}],
+        }
+    },
+    "JOBS_PUSH": {"jobs": [{"jobid": 1, "queue": "normal", "tasks": 4, "submit_ts": 5}]},
+    "WORKERS_PUSH": {"hosts": [{"name": "h1", "slots": 8, "status": "ok"}]},
+    "RESOURCES_PUSH": {"resources": [{"name": "mem", "value_type": "numeric"}]},
+    "RESVALS_FULL": {"values": [{"resource": "mem", "host": "h1", "value": 4000}]},
+    "RESVALS_DELTA": {"values": [{"resource": "mem", "host": "h1", "value": 3500.5}]},
+    "JOB_STATE_CHANGE": {"jobid": 1, "state": "DONE"},
+    "JOB_UPDATE": {"jobid": 1, "priority": 5},
+    "QUEUE_UPDATE": {"queue": {"name": "high", "priority": 50}},
+    "JOB_RUSAGE": {"jobid": 1, "rusage": [{"resource": "mem", "value": 100}]},
+    "BEGIN_ROUND": {},
+}
+
+
+def test_committed_json_schemas_match_the_models() -> None:
+    texts = schema_texts()
+    committed = {p.name: p.read_text() for p in JSON_DIR.glob("*.json")}
+    assert committed == texts, "schemas/json drifted: run python -m xce_schemas.export"
+
+
+@pytest.mark.parametrize("event_type", EVENT_TYPES)
+def test_every_event_type_round_trips(event_type: str) -> None:
+    event = parse_event({"type": event_type, "ts": 10**18, "payload": EXAMPLES[event_type]})
+    assert event.type == event_type and event.ts == 10**18
+    assert parse_event(event.model_dump_json()) == event
+    assert parse_recording_line(event.model_dump_json()) == event
+
+
+def test_eleven_event_types_in_spec_order() -> None:
+    assert EVENT_TYPES[0] == "CONFIG_PUSH" and EVENT_TYPES[-1] == "BEGIN_ROUND"
+    assert len(EVENT_TYPES) == 11 == len(set(EVENT_TYPES))
+
+
+def test_alloc_from_is_written_as_from_and_read_back() -> None:
+    alloc = Alloc(name="slots", value=2.0, from_=1_700_000_000, instid=3)
+    text = alloc.model_dump_json()
+    assert '"from":1700000000' in text and "from_" not in text
+    assert Alloc.model_validate_json(text) == alloc
+
+
+def test_decision_and_recording_lines_parse() -> None:
+    alloc = JobAlloc(
+        jobid=7,
+        hosts=(
+            {"host": "h1", "allocs": ({"name": "slots", "value": 1.0, "from": 5, "instid": 1},)},
+        ),
+    )  # type: ignore[arg-type]
+    decision = Dispatch(ts=5 * 10**9, jobid=7, alloc=alloc)
+    assert parse_decision(decision.model_dump(mode="json", by_alias=True)) == decision
+    line = parse_recording_line(
+        b'{"type":"DECISION","ts":5000000000,"payload":'
+        + decision.model_dump_json().encode()
+        + b"}"
+    )
+    assert line.payload == decision  # type: ignore[union-attr]
+    header = parse_recording_line(
+        '{"type":"HEADER","version":"1.0","config_hash":"sha256:'
+        + "0" * 64
+        + '","start_ts":0,"start_wall":"2026-01-01T00:00:00Z"}'
+    )
+    assert header.type == "HEADER"
+    assert alloc.slots_by_host() == {"h1": 1}
+
+
+@pytest.mark.parametrize(
+    ("data", "field"),
+    [
+        (
+            {
+                "type": "JOBS_PUSH",
+                "ts": 1,
+                "payload": {"jobs": [{"jobid": -1, "queue": "q", "submit_ts": 0}]},
+            },
+            "jobid",
+        ),
+        (
+            {
+                "type": "JOB_STATE_CHANGE",
+                "ts": 1,
+                "payload": {"jobid": 1, "state": "DONE", "why": "x"},
+            },
+            "why",
+        ),
+        ({"type": "BEGIN_ROUND", "ts": 2**64, "payload": {}}, "ts"),
+        ({"type": "WORKERS_PUSH", "ts": 1, "payload": {"hosts": []}}, "hosts"),
+    ],
+    ids=["negative jobid", "unknown field", "ts beyond 64 bits", "empty host list"],
+)
+def test_invalid_events_name_the_field(data: dict[str, object], field: str) -> None:
+    with pytest.raises(ValidationError) as info:
+        parse_event(data)
+    assert field in str(info.value)
+
+
+def test_models_are_frozen() -> None:
+    reason = PendingReason(main="NOT_ENOUGH_SLOTS")  # type: ignore[arg-type]
+    with pytest.raises(ValidationError):
+        reason.main = "NO_HOSTS"  # type: ignore[assignment]
+    assert hash(reason) == hash(PendingReason(main="NOT_ENOUGH_SLOTS"))  # type: ignore[arg-type]
