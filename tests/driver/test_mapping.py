@@ -50,14 +50,14 @@ def shape(jobs: tuple[SimJob, ...]) -> list[tuple[int, int, int, int, str, str]]
     [
         ({"MaxProcs": "128", "MaxNodes": "64"}, None, 128),
         ({"MaxNodes": "256"}, None, 256),
-        ({"MaxProcs": "-1", "MaxNodes": "32"}, None, 32),
+        ({"MaxProcs": "0", "MaxNodes": "32"}, None, 32),
         ({"MaxProcs": "128"}, 16, 16),
         ({}, 4, 4),
     ],
     ids=[
         "MaxProcs wins over MaxNodes",
         "MaxNodes when MaxProcs is absent",
-        "MaxNodes when MaxProcs is unknown",
+        "MaxNodes when MaxProcs is zero",
         "an explicit host count wins over the header",
         "no header, an explicit host count",
     ],
