@@ -83,7 +83,9 @@ def run(ops: list[tuple[Any, ...]], check: bool) -> list[str]:
             start = len(decisions)
             core.push_event({"type": "BEGIN_ROUND", "ts": ts, "payload": {}})
             decided = [d.jobid for d in decisions[start + 1 :]]  # type: ignore[union-attr]
-            assert sorted(decided) == sorted(pending)  # one decision per pending job
+            assert len(decided) == len(set(decided)) and set(decided) <= pending
+            for job in core.state.jobs.values():  # every job left pending has a reason
+                assert job.state is not JobState.PEND or job.pend_reason is not None
         elif kind == "host":
             event = {
                 "type": "WORKERS_PUSH",

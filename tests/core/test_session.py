@@ -276,3 +276,39 @@ def test_core_without_the_default_picker_is_a_configuration_error() -> None:
     registry.pickers.factories.clear()
     with pytest.raises(ConfigError, match=r"unknown picker 'builtin_fcfs'; known: none"):
         SchedCore(on_decision=lambda d: None, registry=registry)
+
+
+def test_pend_is_emitted_when_the_reason_changes_and_only_then() -> None:
+    sc = (
+        cluster()
+        .host("h1", 2)
+        .host("h2", 2)
+        .queue("normal")
+        .job(1, tasks=3)
+        .job(2, tasks=3, submit_s=1)
+        .build()
+    )
+    assert sc.round(2) == [("DISPATCH", 1, ("h1", "h2")), ("PEND", 2, "NOT_ENOUGH_SLOTS")]
+    assert sc.round(3) == []  # same reason: nothing new to say
+    sc.push(
+        {
+            "type": "WORKERS_PUSH",
+            "ts": 4 * NS,
+            "payload": {"hosts": [{"name": "h3", "slots": 1, "status": "unavail"}]},
+        }
+    )
+    assert sc.round(4) == [("PEND", 2, "NOT_ENOUGH_SLOTS")]  # h3 is now a host-based entry
+    assert [(h.host, h.code.value) for h in sc.decisions[-1].reason.hosts] == [
+        ("h3", "HOST_UNAVAIL")
+    ]
+    sc.finish(1, at_s=5)
+    assert sc.round(5) == [("DISPATCH", 2, ("h1", "h2"))]
+    sc.state_change(2, JobState.PEND, at_s=6)  # requeued: its first PEND of the new stint is news
+    sc.push(
+        {
+            "type": "JOBS_PUSH",
+            "ts": 6 * NS,
+            "payload": {"jobs": [{"jobid": 3, "queue": "normal", "tasks": 4, "submit_ts": 0}]},
+        }
+    )
+    assert sc.round(6) == [("DISPATCH", 3, ("h1", "h2")), ("PEND", 2, "NOT_ENOUGH_SLOTS")]

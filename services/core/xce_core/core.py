@@ -155,6 +155,9 @@ class SchedCore:
         self.events = 0
         self._session: SessionState | None = None
         self._cancellable = False
+        # Pending reasons depend only on the hosts' shape: one shared object per code.
+        self._reasons: dict[PendingCode, PendingReason] = {}
+        self._reasons_version = -1
         self.picker: JobPicker = self._make_picker(self.state.config.job_pick_plugin, None)
         self._handlers: dict[str, Callable[[Any], None]] = {
             "CONFIG_PUSH": self._on_config_push,
@@ -401,6 +404,7 @@ class SchedCore:
         elif new is JobState.PEND:
             job.alloc = None
             job.queue_ts = event.ts
+            job.pend_reason = None
         job.state = new
         self.picker.on_job_state_change(job, new)
 
@@ -480,8 +484,12 @@ class SchedCore:
                     picker.on_dispatch(job.jobid)
                     emit(Dispatch(ts=event.ts, jobid=job.jobid, alloc=alloc))
                 else:
-                    reason = self._reason(outcome.code, session)
-                    emit(Pend(ts=event.ts, jobid=job.jobid, reason=reason))
+                    reason = self._reason(outcome.code)
+                    last = job.pend_reason
+                    # A PEND is news only when the reason changed (identity first).
+                    if last is not reason and last != reason:
+                        job.pend_reason = reason
+                        emit(Pend(ts=event.ts, jobid=job.jobid, reason=reason))
                     picker.on_pend(job.jobid)
         except SessionCancelled:
             log.info("session %d at ts=%d cancelled", session.number, event.ts)
@@ -517,12 +525,16 @@ class SchedCore:
             host_allocs.append(HostAlloc(host=host.name, allocs=(alloc,)))
         job.alloc = JobAlloc(jobid=job.jobid, hosts=tuple(host_allocs))
         job.state = JobState.RUN
+        job.pend_reason = None
         return job.alloc
 
-    def _reason(self, code: PendingCode, session: SessionState) -> PendingReason:
-        """The session's shared reason for ``code`` in the current cluster state."""
-        key = (self.state.version, code)
-        reason = session.reasons.get(key)
+    def _reason(self, code: PendingCode) -> PendingReason:
+        """The shared reason object for ``code`` while the hosts keep their shape."""
+        version = self.state.hosts_version
+        if version != self._reasons_version:
+            self._reasons.clear()
+            self._reasons_version = version
+        reason = self._reasons.get(code)
         if reason is None:
-            reason = session.reasons[key] = reason_for(code, self.state.host_order)
+            reason = self._reasons[code] = reason_for(code, self.state.host_order)
         return reason

@@ -49,13 +49,26 @@ def host_reason(host: str, code: PendingCode) -> HostReason:
     return HostReason(host=host, code=code)
 
 
-def host_reasons(hosts: Sequence[HostInfo], min_free: int) -> tuple[HostReason, ...]:
-    """Host-based entries: why each host cannot take a share of ``min_free`` slots.
+def host_reasons(hosts: Sequence[HostInfo]) -> tuple[HostReason, ...]:
+    """Host-based entries of a PEND decision: the hosts that cannot take the job as
+    they are (closed or unavailable), each with its code, in host order.
 
-    A closed or unavailable host gets its status code; an ok host with fewer than
-    ``min_free`` free slots gets ``HOST_NOT_ENOUGH_SLOTS``. Hosts that could take a
-    share get no entry. In host order.
+    Occupancy (``HOST_NOT_ENOUGH_SLOTS``: a host whose slots are all in use) is not
+    listed: it changes with every start and finish, it is what the main reason
+    ``NOT_ENOUGH_SLOTS`` says, and listing it would make every pending job's reason
+    change every round (and every round emit a PEND per pending job). The per-host
+    occupancy view is computed on demand (``occupancy_reasons``).
     """
+    return tuple(
+        host_reason(host.name, _STATUS_CODE[host.status])
+        for host in hosts
+        if host.status is not HostStatus.OK
+    )
+
+
+def occupancy_reasons(hosts: Sequence[HostInfo], min_free: int) -> tuple[HostReason, ...]:
+    """The full per-host view: ``host_reasons`` plus ``HOST_NOT_ENOUGH_SLOTS`` for
+    every ok host with fewer than ``min_free`` free slots, in host order."""
     entries: list[HostReason] = []
     short = PendingCode.HOST_NOT_ENOUGH_SLOTS
     for host in hosts:
@@ -70,9 +83,9 @@ def host_reasons(hosts: Sequence[HostInfo], min_free: int) -> tuple[HostReason, 
 def reason_for(main: PendingCode, hosts: Sequence[HostInfo]) -> PendingReason:
     """The pending reason for an allocation that failed with ``main``.
 
-    Cluster-wide codes carry no host entries; the others list every host that cannot
-    take even one slot (the smallest share of any plan).
+    Cluster-wide codes carry no host entries; the others list the hosts that cannot
+    take the job as they are (``host_reasons``).
     """
     if main in _CLUSTER_WIDE:
         return make_pending_reason(main)
-    return make_pending_reason(main, host_reasons(hosts, 1))
+    return make_pending_reason(main, host_reasons(hosts))

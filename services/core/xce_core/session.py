@@ -7,8 +7,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from xce_schemas import PendingCode, PendingReason
-
 from xce_core.errors import SessionCancelled
 
 
@@ -48,15 +46,12 @@ class SessionState:
         from_s: allocation ``from``: ``start_ts // 10**9`` (alloc-equality Req 4).
         token: the session's cancel token.
         tried: jobs ``next_job`` returned this session (a picker may not repeat one).
-        reasons: pending reasons built this session, keyed by (cluster version,
-            code), so jobs blocked by the same state share one reason object.
     """
 
     number: int
     start_ts: int
     token: CancelToken = field(default_factory=CancelToken)
     tried: dict[int, None] = field(default_factory=dict)
-    reasons: dict[tuple[int, PendingCode], PendingReason] = field(default_factory=dict)
 
     @property
     def from_s(self) -> int:

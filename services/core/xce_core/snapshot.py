@@ -57,6 +57,9 @@ def save_snapshot(core: SchedCore) -> dict[str, Any]:
                 "state": j.state.value,
                 "alloc": None if j.alloc is None else j.alloc.model_dump(mode="json"),
                 "rusage": j.rusage,
+                "pend_reason": None
+                if j.pend_reason is None
+                else j.pend_reason.model_dump(mode="json"),
             }
             for j in state.jobs.values()
         ],

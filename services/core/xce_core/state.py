@@ -12,6 +12,7 @@ from xce_schemas import (
     HostStatus,
     JobAlloc,
     JobState,
+    PendingReason,
     ResourceDef,
     SchedulerConfig,
 )
@@ -69,6 +70,8 @@ class Job:
         state: PEND, RUN or SUSP (finished jobs leave the core).
         alloc: the allocation it runs on, while RUN or SUSP.
         rusage: latest measured usage (resource name → value).
+        pend_reason: the pending reason last emitted for it in a PEND decision, while
+            it pends; a PEND is emitted only when the reason differs from this one.
     """
 
     jobid: int
@@ -83,14 +86,16 @@ class Job:
     state: JobState = JobState.PEND
     alloc: JobAlloc | None = None
     rusage: dict[str, float] = field(default_factory=dict)
+    pend_reason: PendingReason | None = None
 
 
 @dataclass(slots=True)
 class ClusterState:
     """Every piece of mutable scheduling state, owned by one ``SchedCore``.
 
-    ``version`` increases whenever any host's free slots change, so session-scoped
-    memos keyed on it stay correct.
+    ``hosts_version`` increases whenever a host is added or its capacity or status
+    changes (not when jobs take or give slots), so memos of what depends only on the
+    hosts' shape stay correct.
     """
 
     config: SchedulerConfig = field(default_factory=SchedulerConfig)
@@ -104,7 +109,7 @@ class ClusterState:
     capacity: int = 0
     next_instid: int = 1
     sessions: int = 0
-    version: int = 0
+    hosts_version: int = 0
 
     def add_host(self, name: str, slots: int, status: HostStatus) -> Host:
         """Append a new host at the end of host order."""
@@ -112,6 +117,7 @@ class ClusterState:
         self.hosts[name] = host
         self.host_order.append(host)
         self.capacity += slots
+        self.hosts_version += 1
         self._reindex(host)
         return host
 
@@ -120,6 +126,7 @@ class ClusterState:
         self.capacity += slots - host.slots
         host.slots = slots
         host.status = status
+        self.hosts_version += 1
         self._reindex(host)
 
     def take_slots(self, host: Host, slots: int) -> None:
@@ -134,4 +141,3 @@ class ClusterState:
 
     def _reindex(self, host: Host) -> None:
         self.free_index.update(host.position, host.usable_free)
-        self.version += 1

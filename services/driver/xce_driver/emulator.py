@@ -190,6 +190,8 @@ class ClusterEmulator:
                 round_due = bool(finished or submitted)
             elif finished and self._last_round_ns == now:
                 round_due = True  # a job ended the instant it started: round again
+            elif submitted and self._next_round_ns is None and self._on_grid(now):
+                round_due = True  # an idle cluster's next grid round is this instant
             if round_due:
                 self._round(now)
             if progress is not None and self.stats.done != reported:
@@ -248,6 +250,10 @@ class ClusterEmulator:
                 self.records[decision.jobid].rejected = True
                 self._pending -= 1
                 self.stats.done += 1
+
+    def _on_grid(self, ts: int) -> bool:
+        assert self._interval_ns is not None
+        return (ts - self._origin_ns) % self._interval_ns == 0
 
     def _plan_grid_round(self, now: int) -> None:
         """Keep one grid round in the agenda while jobs pend or run."""

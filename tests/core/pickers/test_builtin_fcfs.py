@@ -97,10 +97,8 @@ def test_pended_job_keeps_its_place_for_the_next_round() -> None:
         ("PEND", 3, "NOT_ENOUGH_SLOTS"),
     ]
     sc.finish(1, at_s=20)
-    assert sc.round(20) == [
-        ("DISPATCH", 2, ("h1", "h2", "h3", "h4")),
-        ("PEND", 3, "NOT_ENOUGH_SLOTS"),
-    ]
+    # Job 3 still pends for the same reason: no new PEND decision (only news is sent).
+    assert sc.round(20) == [("DISPATCH", 2, ("h1", "h2", "h3", "h4"))]
 
 
 def test_job_update_reorders_on_priority_and_queue_change() -> None:

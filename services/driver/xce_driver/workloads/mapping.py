@@ -70,6 +70,7 @@ class QueueMap:
         """
         by_number: dict[int, tuple[str, int]] = {}
         default = (DEFAULT_QUEUE, DEFAULT_QUEUE_PRIORITY)
+        default_given = False
         for entry in (part.strip() for part in text.split(",")):
             number, sep, target = entry.partition("=")
             name, _, priority_text = target.partition(":")
@@ -83,7 +84,9 @@ class QueueMap:
                     f"queue map entry {entry!r}: priority {priority_text!r} is not a whole number"
                 ) from None
             if number.strip() == "*":
-                default = (name, priority)
+                if default_given:
+                    raise MappingError("queue map gives the default queue (*) twice")
+                default, default_given = (name, priority), True
                 continue
             try:
                 key = int(number)

@@ -12,6 +12,7 @@ al., "Benchmarks and Standards for the Evaluation of Parallel Job Schedulers", J
 from __future__ import annotations
 
 import gzip
+import zlib
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -216,6 +217,6 @@ def read_swf(path: str | Path) -> SwfTrace:
         raise SwfError(f"{path}: is a directory, not a workload file") from None
     except PermissionError:
         raise SwfError(f"{path}: permission denied") from None
-    except (OSError, EOFError) as exc:  # gzip.BadGzipFile is an OSError
+    except (OSError, EOFError, zlib.error) as exc:  # gzip.BadGzipFile is an OSError
         raise SwfError(f"{path}: cannot be read ({exc})") from None
     return SwfTrace(SwfHeader(values, repeated), tuple(records), str(path))
