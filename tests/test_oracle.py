@@ -23,7 +23,9 @@ WORKLOADS = Path(__file__).resolve().parents[2] / "shared" / "workloads"
 def agree(trace_jobs: int, workload) -> None:  # type: ignore[no-untyped-def]
     result = run_simulation(workload, source="oracle")
     ours = {r.jobid: r.start_s for r in result.records.values() if r.start_s is not None}
-    naive = naive_simulate([(j.jobid, j.submit_s, j.run_s, j.tasks) for j in workload.jobs], workload.hosts)
+    naive = naive_simulate(
+        [(j.jobid, j.submit_s, j.run_s, j.tasks) for j in workload.jobs], workload.hosts
+    )
     assert len(ours) == len(naive) > trace_jobs // 2
     assert ours == naive
 

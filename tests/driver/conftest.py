@@ -7,6 +7,8 @@ that folder only and never copy them; without the folder those tests are skipped
 
 from __future__ import annotations
 
+import shutil
+import sys
 from collections.abc import Callable
 from functools import cache
 from pathlib import Path
@@ -37,3 +39,16 @@ def _read(path: Path) -> SwfTrace:
 def load_trace(workloads_dir: Path) -> Callable[[str], SwfTrace]:
     """Reads a trace of ``workloads_dir`` by file name, once per test session."""
     return lambda name: _read(workloads_dir / name)
+
+
+@pytest.fixture(scope="session")
+def xce_sched() -> str:
+    """The installed ``xce-sched`` console script (next to this interpreter, else on
+    PATH); skips the test when it is not installed."""
+    beside = Path(sys.executable).with_name("xce-sched")
+    if beside.exists():
+        return str(beside)
+    found = shutil.which("xce-sched")
+    if found is None:
+        pytest.skip("the xce-sched console script is not installed")
+    return found

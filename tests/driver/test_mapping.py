@@ -35,7 +35,9 @@ def rec(
 def trace(*records: SwfRecord, **header: str) -> SwfTrace:
     """A trace with ``header`` as its ``; Key: value`` lines."""
     values = dict(header)
-    return SwfTrace(SwfHeader(values, {key: [value] for key, value in values.items()}), records, "t.swf")
+    return SwfTrace(
+        SwfHeader(values, {key: [value] for key, value in values.items()}), records, "t.swf"
+    )
 
 
 def shape(jobs: tuple[SimJob, ...]) -> list[tuple[int, int, int, int, str, str]]:
@@ -135,7 +137,9 @@ def test_defaults_map_each_record_to_a_job() -> None:
     ],
 )
 def test_record_that_cannot_run_is_skipped_and_counted(record: SwfRecord) -> None:
-    workload = map_trace(trace(rec(1, 0, 10, alloc=1), record, rec(9, 20, 5, alloc=1), MaxProcs="8"))
+    workload = map_trace(
+        trace(rec(1, 0, 10, alloc=1), record, rec(9, 20, 5, alloc=1), MaxProcs="8")
+    )
     assert [job.jobid for job in workload.jobs] == [1, 9]
     assert workload.skipped == 1
 
@@ -150,7 +154,12 @@ def test_jobs_are_sorted_by_submit_time_then_job_number() -> None:
             MaxProcs="8",
         )
     )
-    assert [(job.submit_s, job.jobid) for job in workload.jobs] == [(5, 9), (10, 1), (10, 3), (10, 5)]
+    assert [(job.submit_s, job.jobid) for job in workload.jobs] == [
+        (5, 9),
+        (10, 1),
+        (10, 3),
+        (10, 5),
+    ]
 
 
 @pytest.mark.parametrize(
@@ -232,8 +241,16 @@ def test_queue_map_sends_trace_queues_to_named_queues() -> None:
         ("1=express", {1: ("express", 30)}, ("normal", 30)),
         ("1=express:", {1: ("express", 30)}, ("normal", 30)),
         ("*=batch:5", {}, ("batch", 5)),
-        (" 0 = interactive : 60 , 1=express:50 ", {0: ("interactive", 60), 1: ("express", 50)}, ("normal", 30)),
-        ("6=No_Class:-10,7=dev-queue:0", {6: ("No_Class", -10), 7: ("dev-queue", 0)}, ("normal", 30)),
+        (
+            " 0 = interactive : 60 , 1=express:50 ",
+            {0: ("interactive", 60), 1: ("express", 50)},
+            ("normal", 30),
+        ),
+        (
+            "6=No_Class:-10,7=dev-queue:0",
+            {6: ("No_Class", -10), 7: ("dev-queue", 0)},
+            ("normal", 30),
+        ),
         ("-1=unknown:1,*=normal:30", {-1: ("unknown", 1)}, ("normal", 30)),
     ],
     ids=[
@@ -270,12 +287,16 @@ def test_queue_map_lookup_and_queues() -> None:
         ("1=:50", "queue map entry '1=:50' is not NUM=NAME[:PRIORITY]"),
         ("1=exp ress", "queue map entry '1=exp ress' is not NUM=NAME[:PRIORITY]"),
         ("1=a/b", "queue map entry '1=a/b' is not NUM=NAME[:PRIORITY]"),
-        ("1=express:high", "queue map entry '1=express:high': priority 'high' is not a whole number"),
+        (
+            "1=express:high",
+            "queue map entry '1=express:high': priority 'high' is not a whole number",
+        ),
         ("1=express:1.5", "queue map entry '1=express:1.5': priority '1.5' is not a whole number"),
         ("1=express:5:6", "queue map entry '1=express:5:6': priority '5:6' is not a whole number"),
         ("one=express", "queue map entry 'one=express': 'one' is not a queue number"),
         ("=express", "queue map entry '=express': '' is not a queue number"),
         ("1=a,2=b,1=c", "queue map maps queue number 1 twice"),
+        ("*=normal:30,1=a,*=low:10", "queue map gives the default queue (*) twice"),
     ],
     ids=[
         "no equals sign",
@@ -291,6 +312,7 @@ def test_queue_map_lookup_and_queues() -> None:
         "a word as queue number",
         "no queue number",
         "one queue number mapped twice",
+        "the default queue given twice",
     ],
 )
 def test_queue_map_rejects(text: str, message: str) -> None:
@@ -301,10 +323,10 @@ def test_queue_map_rejects(text: str, message: str) -> None:
 
 @pytest.mark.parametrize(
     "text",
-    ["1=a:50,2=a:40", "1=normal:50"],
+    ["1=a:50,2=a:40", "1=normal:50,*=normal:30"],
     ids=[
         "two entries give one queue two priorities",
-        "an entry gives the implicit default queue another priority",
+        "an entry and the explicit default give normal two priorities",
     ],
 )
 def test_one_queue_with_two_priorities_is_rejected(text: str) -> None:
@@ -315,13 +337,15 @@ def test_one_queue_with_two_priorities_is_rejected(text: str) -> None:
         map_trace(trace(rec(1, 0, 10, alloc=1), MaxProcs="8"), queue_map=queue_map)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="source bug: a second '*=' entry silently replaces the first (numbers may not repeat)",
-)
-def test_default_queue_given_twice_is_rejected() -> None:
-    with pytest.raises(MappingError):
-        QueueMap.parse("*=normal:30,*=low:10")
+def test_a_negative_max_procs_falls_back_to_max_nodes() -> None:
+    mapped = map_trace(trace(rec(1, 0, 10, alloc=1), MaxProcs="-1", MaxNodes="16"))
+    assert mapped.hosts == 16
+
+
+def test_mapping_normal_sets_the_priority_of_the_implicit_default() -> None:
+    queue_map = QueueMap.parse("1=normal:50,2=express:70")
+    assert queue_map.queues() == {"normal": 50, "express": 70}
+    assert queue_map(9) == "normal"
 
 
 # --- the shared traces -------------------------------------------------------------------
@@ -361,7 +385,9 @@ def test_map_real_trace(
         record = by_number[job.jobid]
         assert job.submit_s == record.submit_time
         assert job.run_s == record.run_time
-        expected_tasks = record.requested_procs if record.requested_procs > 0 else record.allocated_procs
+        expected_tasks = (
+            record.requested_procs if record.requested_procs > 0 else record.allocated_procs
+        )
         assert job.tasks == expected_tasks
     keys = [(job.submit_s, job.jobid) for job in workload.jobs]
     assert keys == sorted(keys)

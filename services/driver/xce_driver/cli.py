@@ -16,6 +16,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 import orjson
+from pydantic import ValidationError
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeElapsedColumn
 from rich.table import Table
@@ -124,7 +125,7 @@ def _check_output(path: str | None, option: str) -> None:
     target = Path(path)
     if target.is_dir():
         raise UserError(f"{option} {path}: is a directory")
-    if not target.parent.exists():
+    if not target.parent.is_dir():
         raise UserError(f"{option} {path}: folder {target.parent} does not exist")
 
 
@@ -226,6 +227,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     try:
         return simulate(args)
+    except ValidationError as exc:  # a value the wire contract refuses
+        first = exc.errors()[0]
+        where = ".".join(str(part) for part in first["loc"]) or exc.title
+        print(f"{PROG}: error: {where}: {first['msg']} (got {first['input']!r})", file=sys.stderr)
+        return 2
     except (UserError, SwfError, MappingError, ConfigError, ValueError) as exc:
         print(f"{PROG}: error: {exc}", file=sys.stderr)
         return 2

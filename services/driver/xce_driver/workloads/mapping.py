@@ -17,6 +17,7 @@ job by job with other simulators.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 
 from xce_driver.workloads.swf import SwfTrace
@@ -25,6 +26,8 @@ from xce_driver.workloads.swf import SwfTrace
 DEFAULT_QUEUE = "normal"
 #: Its priority (LSF's ``normal`` queue has PRIORITY = 30).
 DEFAULT_QUEUE_PRIORITY = 30
+
+_QUEUE_NAME = re.compile(r"[A-Za-z0-9_.\-]+")
 
 
 class MappingError(ValueError):
@@ -75,7 +78,7 @@ class QueueMap:
             number, sep, target = entry.partition("=")
             name, _, priority_text = target.partition(":")
             name = name.strip()
-            if not sep or not name or not name.replace("_", "").replace("-", "").isalnum():
+            if not sep or not _QUEUE_NAME.fullmatch(name):
                 raise MappingError(f"queue map entry {entry!r} is not NUM=NAME[:PRIORITY]")
             try:
                 priority = int(priority_text) if priority_text else DEFAULT_QUEUE_PRIORITY
@@ -83,6 +86,10 @@ class QueueMap:
                 raise MappingError(
                     f"queue map entry {entry!r}: priority {priority_text!r} is not a whole number"
                 ) from None
+            if not -(2**31) <= priority < 2**31:
+                raise MappingError(
+                    f"queue map entry {entry!r}: priority {priority} is outside 32 bits"
+                )
             if number.strip() == "*":
                 if default_given:
                     raise MappingError("queue map gives the default queue (*) twice")
@@ -97,6 +104,13 @@ class QueueMap:
             if key in by_number:
                 raise MappingError(f"queue map maps queue number {key} twice")
             by_number[key] = (name, priority)
+        if not default_given:
+            # Unmapped numbers go to ``normal``; if the map defines ``normal`` itself,
+            # its priority is the one the user gave.
+            for name, priority in by_number.values():
+                if name == DEFAULT_QUEUE:
+                    default = (name, priority)
+                    break
         return cls(by_number, default)
 
     def queues(self) -> dict[str, int]:
@@ -158,7 +172,8 @@ def map_trace(
             job number that appears twice.
     """
     if hosts is None:
-        hosts = trace.header.max_procs or trace.header.max_nodes
+        max_procs = trace.header.max_procs
+        hosts = max_procs if max_procs and max_procs > 0 else trace.header.max_nodes
         if not hosts or hosts < 1:
             raise MappingError(
                 f"{trace.source}: the header gives no MaxProcs or MaxNodes; pass --hosts"

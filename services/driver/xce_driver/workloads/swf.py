@@ -169,6 +169,8 @@ def parse_record(text: str, *, where: str) -> SwfRecord:
                     f"{where}: field {index} ({name}): {raw!r} is not a whole number"
                 ) from None
             values.append(int(number))
+    if values[0] < 0:
+        raise SwfError(f"{where}: field 1 (job_number): {parts[0]!r} is negative")
     return SwfRecord(*values)  # type: ignore[arg-type]
 
 

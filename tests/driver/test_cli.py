@@ -1,0 +1,499 @@
+"""Tests of ``xce-sched simulate``: output files, a real trace end to end, bad input.
+
+Most tests call ``xce_driver.cli.main`` in-process; a few run the installed
+``xce-sched`` console script in a subprocess, as a user would.
+"""
+
+from __future__ import annotations
+
+import csv
+import gzip
+import os
+import statistics
+import subprocess
+from collections.abc import Callable
+from pathlib import Path
+
+import orjson
+import pytest
+from xce_driver.cli import main
+from xce_driver.workloads.swf import SwfTrace, read_swf
+from xce_schemas import JobsPush, parse_recording_line
+
+SDSC = "SDSC-SP2-1998-4.2-cln.swf.gz"
+
+REPORT_KEYS = [
+    "jobs_total",
+    "jobs_started",
+    "jobs_finished",
+    "jobs_skipped",
+    "jobs_rejected",
+    "mean_wait_s",
+    "median_wait_s",
+    "max_wait_s",
+    "mean_bounded_slowdown",
+    "utilization",
+    "makespan_s",
+    "decisions",
+    "events",
+    "sim_wall_s",
+]
+CSV_HEADER = ["jobid", "submit_s", "start_s", "end_s", "tasks", "hosts"]
+
+GOOD_RECORD = "1 0 5 100 4 -1 -1 4 200 -1 1 3 2 7 1 1 -1 -1"
+
+
+def run_cli(argv: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str, str]:
+    """Run ``xce-sched`` in-process: (exit status, stdout, stderr)."""
+    try:
+        code = main(argv)
+    except SystemExit as exc:  # argparse usage errors and --help
+        code = exc.code if isinstance(exc.code, int) else 1
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def read_csv(path: Path) -> tuple[list[str], list[dict[str, str]]]:
+    with path.open(newline="") as handle:
+        rows = list(csv.reader(handle))
+    return rows[0], [dict(zip(rows[0], row, strict=True)) for row in rows[1:]]
+
+
+# --- the embedded default ----------------------------------------------------------------
+
+
+def test_default_workload_prints_the_summary(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("COLUMNS", "120")  # the table's width, whatever the terminal
+    code, out, err = run_cli(["simulate", "--jobs", "200"], capsys)
+    assert code == 0
+    assert err == ""
+    assert "xce-sched simulate" in out
+    assert "lublin-feitelson-2003(n_jobs=200," in out
+    assert "200 total, 200 finished" in out
+    assert "128 hosts, 128 slots" in out
+    assert "builtin_fcfs" in out
+
+
+def test_quiet_prints_nothing(capsys: pytest.CaptureFixture[str]) -> None:
+    assert run_cli(["simulate", "--jobs", "50", "--quiet"], capsys) == (0, "", "")
+
+
+def test_default_workload_output_files(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    report_path, jobs_path, record_path = (
+        tmp_path / "report.json",
+        tmp_path / "jobs.csv",
+        tmp_path / "run.jsonl",
+    )
+    argv = ["simulate", "--jobs", "200", "--quiet", "--report", str(report_path)]
+    argv += ["--jobs-out", str(jobs_path), "--record", str(record_path)]
+    assert run_cli(argv, capsys) == (0, "", "")
+
+    report = orjson.loads(report_path.read_bytes())
+    assert set(REPORT_KEYS) <= set(report)
+    assert report["workload"] == "lublin-feitelson-2003(n_jobs=200, nodes=128, seed=1)"
+    assert (report["hosts"], report["slots"], report["policy"]) == (128, 128, "builtin_fcfs")
+    assert report["jobs_total"] == report["jobs_started"] == report["jobs_finished"] == 200
+    assert (report["jobs_skipped"], report["jobs_rejected"]) == (0, 0)
+    assert report["decisions"]["DISPATCH"] == 200
+    assert report["decisions"]["NEW_SESSION"] == report["rounds"]
+
+    header, rows = read_csv(jobs_path)
+    assert header == CSV_HEADER
+    assert [int(row["jobid"]) for row in rows] == list(range(1, 201))
+    waits = [int(row["start_s"]) - int(row["submit_s"]) for row in rows]
+    assert report["mean_wait_s"] == round(statistics.fmean(waits), 3)
+    assert report["median_wait_s"] == statistics.median(waits)
+    assert report["max_wait_s"] == max(waits)
+    ends = [int(row["end_s"]) for row in rows]
+    assert report["makespan_s"] == max(ends) - min(int(row["submit_s"]) for row in rows)
+    assert all(len(row["hosts"].split()) == int(row["tasks"]) for row in rows)
+
+    lines = record_path.read_bytes().splitlines()
+    parsed = [parse_recording_line(line) for line in lines]
+    assert [line.type for line in parsed[:4]] == [
+        "HEADER",
+        "SNAPSHOT",
+        "CONFIG_PUSH",
+        "WORKERS_PUSH",
+    ]
+    decisions = sum(line.type == "DECISION" for line in parsed)
+    assert decisions == sum(report["decisions"].values())
+    assert len(parsed) - 2 - decisions == report["events"]
+
+
+def test_gzip_recording(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    plain, packed = tmp_path / "run.jsonl", tmp_path / "run.jsonl.gz"
+    for path in (plain, packed):
+        assert (
+            run_cli(["simulate", "--jobs", "100", "--quiet", "--record", str(path)], capsys)[0] == 0
+        )
+    assert (
+        gzip.decompress(packed.read_bytes()).splitlines()[1:] == plain.read_bytes().splitlines()[1:]
+    )
+
+
+def test_console_script_runs_the_default(xce_sched: str, tmp_path: Path) -> None:
+    result = subprocess.run(
+        [xce_sched, "simulate", "--jobs", "200", "--report", str(tmp_path / "r.json")],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**os.environ, "COLUMNS": "100"},
+    )
+    assert result.returncode == 0, result.stderr
+    assert "200 total, 200 finished" in result.stdout
+    assert result.stderr == ""
+    assert orjson.loads((tmp_path / "r.json").read_bytes())["jobs_finished"] == 200
+
+
+@pytest.mark.parametrize(
+    "make_argv, message",
+    [
+        (lambda tmp: ["--workload", str(tmp / "nosuch.swf")], "nosuch.swf: no such file"),
+        (lambda tmp: ["--policy", "sjf"], "unknown picker 'sjf'; known: builtin_fcfs"),
+    ],
+    ids=["missing workload file", "unknown policy"],
+)
+def test_console_script_bad_input(
+    xce_sched: str, tmp_path: Path, make_argv: Callable[[Path], list[str]], message: str
+) -> None:
+    result = subprocess.run(
+        [xce_sched, "simulate", *make_argv(tmp_path)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert result.returncode == 2
+    assert result.stdout == ""
+    lines = result.stderr.splitlines()
+    assert len(lines) == 1
+    assert lines[0].startswith("xce-sched: error: ")
+    assert message in lines[0]
+
+
+# --- a real trace, end to end ------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def sdsc_run(workloads_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    """One CI-sized simulation of the first 2,000 SDSC-SP2 records, with every output."""
+    out = tmp_path_factory.mktemp("sdsc")
+    paths = {"report": out / "report.json", "jobs": out / "jobs.csv", "record": out / "a.jsonl"}
+    code = main(
+        [
+            "simulate",
+            "--workload",
+            str(workloads_dir / SDSC),
+            "--max-jobs",
+            "2000",
+            "--quiet",
+            "--report",
+            str(paths["report"]),
+            "--jobs-out",
+            str(paths["jobs"]),
+            "--record",
+            str(paths["record"]),
+        ]
+    )
+    assert code == 0
+    return paths
+
+
+def test_sdsc_prefix_report(sdsc_run: dict[str, Path], workloads_dir: Path) -> None:
+    report = orjson.loads(sdsc_run["report"].read_bytes())
+    assert set(REPORT_KEYS) <= set(report)
+    assert report["workload"] == str(workloads_dir / SDSC)
+    assert (report["hosts"], report["slots"]) == (128, 128)
+    # The first 2,000 records hold 127 with run time -1 (cancelled before they ran).
+    assert report["jobs_total"] == 2000
+    assert report["jobs_skipped"] == 127
+    assert report["jobs_started"] == report["jobs_finished"] == 1873
+    assert (report["jobs_rejected"], report["jobs_never_started"]) == (0, 0)
+    assert report["decisions"]["DISPATCH"] == 1873
+    assert report["decisions"]["NEW_SESSION"] == report["rounds"]
+    assert 0 < report["utilization"] <= 1
+    assert 0 <= report["median_wait_s"] <= report["max_wait_s"]
+    assert report["mean_bounded_slowdown"] >= 1
+
+
+def test_sdsc_prefix_jobs_keep_trace_numbers_and_times(
+    sdsc_run: dict[str, Path], load_trace: Callable[[str], SwfTrace]
+) -> None:
+    records = {r.job_number: r for r in load_trace(SDSC).records[:2000]}
+    header, rows = read_csv(sdsc_run["jobs"])
+    assert header == CSV_HEADER
+    assert len(rows) == 1873
+    expected = sorted(n for n, r in records.items() if r.run_time >= 0)
+    assert [int(row["jobid"]) for row in rows] == expected
+    for row in rows:
+        record = records[int(row["jobid"])]
+        start, end = int(row["start_s"]), int(row["end_s"])
+        assert int(row["submit_s"]) == record.submit_time
+        assert start >= record.submit_time
+        assert end - start == record.run_time
+        tasks = record.requested_procs if record.requested_procs > 0 else record.allocated_procs
+        assert int(row["tasks"]) == tasks == len(row["hosts"].split())
+
+
+def test_sdsc_prefix_decisions_are_identical_across_runs(
+    sdsc_run: dict[str, Path],
+    workloads_dir: Path,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    again = tmp_path / "b.jsonl"
+    argv = ["simulate", "--workload", str(workloads_dir / SDSC), "--max-jobs", "2000"]
+    assert run_cli([*argv, "--quiet", "--record", str(again)], capsys) == (0, "", "")
+    first = sdsc_run["record"].read_bytes().splitlines()
+    second = again.read_bytes().splitlines()
+    assert orjson.loads(first[0])["type"] == orjson.loads(second[0])["type"] == "HEADER"
+    assert first[1:] == second[1:]
+
+
+def test_sdsc_queue_map(
+    workloads_dir: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    record_path = tmp_path / "q.jsonl"
+    argv = ["simulate", "--workload", str(workloads_dir / SDSC), "--max-jobs", "300", "--quiet"]
+    argv += ["--swf-queues", "0=interactive:60,1=express:50,2=high:40,*=normal:30"]
+    assert run_cli([*argv, "--record", str(record_path)], capsys) == (0, "", "")
+    lines = [parse_recording_line(line) for line in record_path.read_bytes().splitlines()]
+    config = lines[2]
+    assert config.type == "CONFIG_PUSH"
+    assert [(q.name, q.priority) for q in config.payload.config.queues] == [
+        ("interactive", 60),
+        ("express", 50),
+        ("high", 40),
+        ("normal", 30),
+    ]
+    names = {0: "interactive", 1: "express", 2: "high"}
+    trace = read_swf(workloads_dir / SDSC)
+    queue_of = {r.job_number: names.get(r.queue_number, "normal") for r in trace.records[:300]}
+    pushed = [job for line in lines if isinstance(line, JobsPush) for job in line.payload.jobs]
+    assert pushed
+    assert all(job.queue == queue_of[job.jobid] for job in pushed)
+    assert {job.queue for job in pushed} >= {"express", "normal"}
+
+
+def test_small_cluster_rejects_jobs_larger_than_it(
+    workloads_dir: Path,
+    load_trace: Callable[[str], SwfTrace],
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    report_path = tmp_path / "r.json"
+    argv = ["simulate", "--workload", str(workloads_dir / SDSC), "--max-jobs", "300"]
+    argv += ["--hosts", "16", "--quiet", "--report", str(report_path)]
+    assert run_cli(argv, capsys) == (0, "", "")
+    runnable = [r for r in load_trace(SDSC).records[:300] if r.run_time >= 0]
+    too_large = sum(
+        (r.requested_procs if r.requested_procs > 0 else r.allocated_procs) > 16 for r in runnable
+    )
+    report = orjson.loads(report_path.read_bytes())
+    assert too_large > 0
+    assert report["hosts"] == 16
+    assert report["jobs_rejected"] == too_large
+    assert report["jobs_finished"] == len(runnable) - too_large
+
+
+# --- bad input -------------------------------------------------------------------------
+
+
+def _swf(tmp: Path, text: str, name: str = "bad.swf") -> Path:
+    path = tmp / name
+    path.write_text(text)
+    return path
+
+
+def _corrupt_gzip(tmp: Path) -> Path:
+    path = tmp / "corrupt.swf.gz"
+    path.write_bytes(b"\x1f\x8b\x08\x00\x00\x00\x00\x00\x00\xff" + b"\x07" + bytes(8))
+    return path
+
+
+BAD_INPUT = [
+    (
+        lambda tmp: ["--workload", str(tmp / "nosuch.swf")],
+        lambda tmp: f"{tmp / 'nosuch.swf'}: no such file",
+    ),
+    (
+        lambda tmp: ["--workload", str(tmp)],
+        lambda tmp: f"{tmp}: is a directory, not a workload file",
+    ),
+    (
+        lambda tmp: ["--workload", str(_swf(tmp, f"; MaxProcs: 8\n{GOOD_RECORD}\n1 5 -1 x\n"))],
+        lambda tmp: f"{tmp / 'bad.swf'}:3: expected 18 fields, found 4",
+    ),
+    (
+        lambda tmp: [
+            "--workload",
+            str(_swf(tmp, f"; MaxProcs: 8\n\n{GOOD_RECORD.replace(' 100 ', ' 1h ')}\n")),
+        ],
+        lambda tmp: f"{tmp / 'bad.swf'}:3: field 4 (run_time): '1h' is not a number",
+    ),
+    (
+        lambda tmp: ["--workload", str(_swf(tmp, f"; Version: 2\n{GOOD_RECORD}\n"))],
+        lambda tmp: f"{tmp / 'bad.swf'}: the header gives no MaxProcs or MaxNodes; pass --hosts",
+    ),
+    (
+        lambda tmp: [
+            "--workload",
+            str(_swf(tmp, f"; MaxProcs: 8\n{GOOD_RECORD}\n{GOOD_RECORD}\n")),
+        ],
+        lambda tmp: f"{tmp / 'bad.swf'}: job number 1 appears twice",
+    ),
+    (
+        lambda tmp: ["--workload", str(_corrupt_gzip(tmp))],
+        lambda tmp: (
+            f"{tmp / 'corrupt.swf.gz'}: cannot be read "
+            "(Error -3 while decompressing data: invalid block type)"
+        ),
+    ),
+    (
+        lambda tmp: ["--policy", "sjf"],
+        lambda tmp: "unknown picker 'sjf'; known: builtin_fcfs",
+    ),
+    (
+        lambda tmp: ["--swf-queues", "garbage"],
+        lambda tmp: "queue map entry 'garbage' is not NUM=NAME[:PRIORITY]",
+    ),
+    (
+        lambda tmp: ["--swf-queues", "1=express:50,2=express:40"],
+        lambda tmp: "queue 'express' is given two priorities",
+    ),
+    (
+        lambda tmp: ["--report", str(tmp / "missing" / "r.json")],
+        lambda tmp: (
+            f"--report {tmp / 'missing' / 'r.json'}: folder {tmp / 'missing'} does not exist"
+        ),
+    ),
+    (
+        lambda tmp: ["--record", str(tmp / "missing" / "r.jsonl")],
+        lambda tmp: (
+            f"--record {tmp / 'missing' / 'r.jsonl'}: folder {tmp / 'missing'} does not exist"
+        ),
+    ),
+    (
+        lambda tmp: ["--jobs-out", str(tmp)],
+        lambda tmp: f"--jobs-out {tmp}: is a directory",
+    ),
+    (
+        lambda tmp: ["--report", str(_swf(tmp, "; MaxProcs: 8\n") / "r.json")],
+        lambda tmp: (
+            f"--report {tmp / 'bad.swf' / 'r.json'}: folder {tmp / 'bad.swf'} does not exist"
+        ),
+    ),
+]
+BAD_INPUT_IDS = [
+    "missing workload file",
+    "a directory as workload",
+    "a record with 4 fields",
+    "a malformed run time",
+    "a trace without machine size and no --hosts",
+    "a trace with a job number twice",
+    "a gzip trace with corrupt compressed data",
+    "unknown policy",
+    "a queue map that does not parse",
+    "a queue map giving one queue two priorities",
+    "--report into a missing folder",
+    "--record into a missing folder",
+    "--jobs-out onto a directory",
+    "--report under a file, not a folder",
+]
+
+
+def _assert_one_error_line(code: int, out: str, err: str, message: str) -> None:
+    assert code == 2
+    assert out == ""
+    assert "Traceback" not in err
+    assert err.splitlines() == [f"xce-sched: error: {message}"]
+
+
+@pytest.mark.parametrize("make_argv, make_message", BAD_INPUT, ids=BAD_INPUT_IDS)
+def test_bad_input_is_one_error_line(
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    make_argv: Callable[[Path], list[str]],
+    make_message: Callable[[Path], str],
+) -> None:
+    code, out, err = run_cli(["simulate", "--jobs", "20", *make_argv(tmp_path)], capsys)
+    _assert_one_error_line(code, out, err, make_message(tmp_path))
+
+
+def test_failed_run_writes_no_output_files(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    bad = _swf(tmp_path, f"; MaxProcs: 8\n{GOOD_RECORD}\n1 5 -1 x\n")
+    outputs = [tmp_path / "r.json", tmp_path / "j.csv", tmp_path / "r.jsonl"]
+    argv = ["simulate", "--workload", str(bad), "--report", str(outputs[0])]
+    argv += ["--jobs-out", str(outputs[1]), "--record", str(outputs[2])]
+    assert run_cli(argv, capsys)[0] == 2
+    assert [path.exists() for path in outputs] == [False, False, False]
+
+
+@pytest.mark.parametrize(
+    "make_argv",
+    [
+        lambda tmp: ["--swf-queues", "*=normal:99999999999"],
+        lambda tmp: ["--swf-queues", "1=café"],
+        lambda tmp: [
+            "--workload",
+            str(_swf(tmp, f"; MaxProcs: 8\n{GOOD_RECORD.replace('1 ', '-5 ', 1)}\n")),
+        ],
+    ],
+    ids=[
+        "a queue priority beyond 32 bits",
+        "a queue name outside the wire schema's characters",
+        "a negative job number",
+    ],
+)
+def test_bad_input_found_late_is_one_error_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], make_argv: Callable[[Path], list[str]]
+) -> None:
+    code, _, err = run_cli(["simulate", "--jobs", "20", "--quiet", *make_argv(tmp_path)], capsys)
+    assert code == 2
+    assert "Traceback" not in err
+    assert len(err.splitlines()) == 1
+    assert err.startswith("xce-sched: error: ")
+
+
+@pytest.mark.parametrize(
+    "argv, option",
+    [
+        (["simulate", "--hosts", "0"], "--hosts"),
+        (["simulate", "--hosts", "abc"], "--hosts"),
+        (["simulate", "--round-interval", "-5"], "--round-interval"),
+        (["simulate", "--round-interval", "0"], "--round-interval"),
+        (["simulate", "--slots-per-host", "0"], "--slots-per-host"),
+        (["simulate", "--jobs", "0"], "--jobs"),
+        (["simulate", "--max-jobs", "many"], "--max-jobs"),
+        (["simulate", "--seed", "1.5"], "--seed"),
+        (["simulate", "--no-such-option"], "--no-such-option"),
+        ([], "COMMAND"),
+        (["replicate"], "replicate"),
+    ],
+    ids=[
+        "zero hosts",
+        "hosts not a number",
+        "a negative round interval",
+        "a zero round interval",
+        "zero slots per host",
+        "zero generated jobs",
+        "max jobs not a number",
+        "a fractional seed",
+        "an unknown option",
+        "no command",
+        "an unknown command",
+    ],
+)
+def test_usage_errors(argv: list[str], option: str, capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, err = run_cli(argv, capsys)
+    assert code == 2
+    assert out == ""
+    assert "Traceback" not in err
+    last = err.splitlines()[-1]
+    assert last.startswith(("xce-sched simulate: error:", "xce-sched: error:"))
+    assert option in last
+    assert err.startswith("usage: xce-sched")
