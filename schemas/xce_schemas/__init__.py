@@ -18,6 +18,16 @@ from xce_schemas.decisions import (
     Resume,
     parse_decision,
 )
+from xce_schemas.equality import (
+    alloc_diff,
+    alloc_eq,
+    host_alloc_diff,
+    host_alloc_eq,
+    job_alloc_diff,
+    job_alloc_eq,
+    pending_reason_diff,
+    pending_reason_eq,
+)
 from xce_schemas.events import (
     EVENT_TYPES,
     BeginRound,
@@ -99,8 +109,16 @@ __all__ = [
     "SchedulerConfig",
     "Snapshot",
     "WorkersPush",
+    "alloc_diff",
+    "alloc_eq",
     "config_hash",
+    "host_alloc_diff",
+    "host_alloc_eq",
+    "job_alloc_diff",
+    "job_alloc_eq",
     "parse_decision",
     "parse_event",
     "parse_recording_line",
+    "pending_reason_diff",
+    "pending_reason_eq",
 ]

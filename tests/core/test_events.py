@@ -311,9 +311,9 @@ def test_requeue_frees_slots_and_sets_a_new_queue_time() -> None:
 
 def test_repeated_report_is_a_no_op() -> None:
     sc = base()
-    before = save_snapshot(sc.core)["hosts"]
+    before = save_snapshot(sc.core).hosts
     sc.state_change(1, JobState.RUN, at_s=2)
-    assert save_snapshot(sc.core)["hosts"] == before
+    assert save_snapshot(sc.core).hosts == before
 
 
 def test_hosts_resources_values_rusage_and_queue_updates_are_kept() -> None:

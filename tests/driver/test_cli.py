@@ -19,6 +19,7 @@ import pytest
 from xce_driver.cli import main
 from xce_driver.workloads.swf import SwfTrace, read_swf
 from xce_schemas import JobsPush, parse_recording_line
+from xce_schemas.snapshot import CoreSnapshot
 
 SDSC = "SDSC-SP2-1998-4.2-cln.swf.gz"
 
@@ -112,15 +113,11 @@ def test_default_workload_output_files(tmp_path: Path, capsys: pytest.CaptureFix
 
     lines = record_path.read_bytes().splitlines()
     parsed = [parse_recording_line(line) for line in lines]
-    assert [line.type for line in parsed[:4]] == [
-        "HEADER",
-        "SNAPSHOT",
-        "CONFIG_PUSH",
-        "WORKERS_PUSH",
-    ]
+    # The configuration and the hosts are in the first SNAPSHOT; the events follow it.
+    assert [line.type for line in parsed[:3]] == ["HEADER", "SNAPSHOT", "JOBS_PUSH"]
     decisions = sum(line.type == "DECISION" for line in parsed)
     assert decisions == sum(report["decisions"].values())
-    assert len(parsed) - 2 - decisions == report["events"]
+    assert len(parsed) - 2 - decisions == report["events"] - 2
 
 
 def test_gzip_recording(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -260,9 +257,10 @@ def test_sdsc_queue_map(
     argv += ["--swf-queues", "0=interactive:60,1=express:50,2=high:40,*=normal:30"]
     assert run_cli([*argv, "--record", str(record_path)], capsys) == (0, "", "")
     lines = [parse_recording_line(line) for line in record_path.read_bytes().splitlines()]
-    config = lines[2]
-    assert config.type == "CONFIG_PUSH"
-    assert [(q.name, q.priority) for q in config.payload.config.queues] == [
+    snapshot = lines[1]
+    assert snapshot.type == "SNAPSHOT"
+    config = CoreSnapshot.model_validate(snapshot.data).config
+    assert [(q.name, q.priority) for q in config.queues] == [
         ("interactive", 60),
         ("express", 50),
         ("high", 40),

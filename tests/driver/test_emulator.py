@@ -42,6 +42,7 @@ from xce_schemas import (
     config_hash,
     parse_recording_line,
 )
+from xce_schemas.snapshot import CoreSnapshot
 
 SDSC_ORIGIN = 893_466_664  # SDSC-SP2's UnixStartTime: a realistic epoch origin
 
@@ -423,7 +424,12 @@ def test_recording_lines(tmp_path: Path, name: str) -> None:
     assert header.config_hash == config_hash(scheduler_config(workload(jobs), "builtin_fcfs"))
     assert isinstance(snapshot, Snapshot)
     assert snapshot.ts == start_ts
-    assert [line.type for line in lines[2:4]] == ["CONFIG_PUSH", "WORKERS_PUSH"]
+    # The configuration and hosts were pushed before recording began: they are in
+    # the snapshot, and the first event is the first submission.
+    state = CoreSnapshot.model_validate(snapshot.data)
+    assert state.config == scheduler_config(workload(jobs), "builtin_fcfs")
+    assert [h.name for h in state.hosts] == ["h001", "h002", "h003", "h004"]
+    assert lines[2].type == "JOBS_PUSH"
     assert not any(isinstance(line, Header | Snapshot) for line in lines[2:])
 
     # Each DECISION belongs to the BEGIN_ROUND before it: same ts, NEW_SESSION first.
@@ -451,7 +457,7 @@ def test_recording_lines(tmp_path: Path, name: str) -> None:
     report = result.report
     assert rounds == report.rounds
     decision_lines = [line for line in lines if isinstance(line, DecisionLine)]
-    assert len(lines) - 2 - len(decision_lines) == report.events
+    assert len(lines) - 2 - len(decision_lines) == report.events - 2
     ops: dict[str, int] = {}
     for line in decision_lines:
         ops[line.payload.op] = ops.get(line.payload.op, 0) + 1
@@ -468,9 +474,10 @@ def test_recording_event_lines_are_the_events_json(tmp_path: Path) -> None:
         simulate([J(1, 0, 10, 2)], recording=writer)
     texts = path.read_bytes().splitlines()
     first_event = orjson.loads(texts[2])
-    assert first_event["type"] == "CONFIG_PUSH"
-    assert first_event["payload"]["config"]["job_pick_plugin"] == "builtin_fcfs"
-    assert first_event["payload"]["config"]["queues"][0]["name"] == "normal"
+    assert first_event["type"] == "JOBS_PUSH"
+    assert first_event["payload"]["jobs"][0]["jobid"] == 1
     snapshot = orjson.loads(texts[1])
+    assert snapshot["data"]["config"]["job_pick_plugin"] == "builtin_fcfs"
+    assert snapshot["data"]["config"]["queues"][0]["name"] == "normal"
     assert set(snapshot) == {"type", "ts", "data"}
     assert isinstance(snapshot["data"], dict)

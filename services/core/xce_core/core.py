@@ -246,23 +246,33 @@ class SchedCore:
                     "payload.config.queues",
                     f"queue {job.queue!r} is dropped but job {job.jobid} is in it",
                 )
-        old_queues = self.state.queues
+        old_queues, old_config = self.state.queues, self.state.config
         self.state.queues = {spec.name: self._queue_from(spec) for spec in config.queues}
+        self.state.config = config
         try:
-            picker = self._make_picker(config.job_pick_plugin, None)
-            try:
-                self._feed_picker(picker, config)
-            except ConfigError:
-                picker.fini()
-                raise
+            self.rebuild_picker()
         except ConfigError:
-            self.state.queues = old_queues
+            self.state.queues, self.state.config = old_queues, old_config
             raise
-        # A configuration push rebuilds the picker from the core's state, so its
-        # order depends only on that state (and a snapshot reproduces it).
+
+    def rebuild_picker(self) -> None:
+        """Replace the picker by a new one of the configured name, fed the current state.
+
+        A configuration push (and a snapshot load) does this, so the picker's order
+        depends only on the core's state.
+
+        Raises:
+            ConfigError: the configuration names an unknown picker; nothing changed.
+        """
+        config = self.state.config
+        picker = self._make_picker(config.job_pick_plugin, None)
+        try:
+            self._feed_picker(picker, config)
+        except ConfigError:
+            picker.fini()
+            raise
         self.picker.fini()
         self.picker = picker
-        self.state.config = config
 
     @staticmethod
     def _queue_from(spec: QueueSpec) -> Queue:

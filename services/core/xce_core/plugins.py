@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import ClassVar, Generic, Protocol, TypeVar
+from typing import Any, ClassVar, Generic, Protocol, TypeVar
 
 from xce_schemas import HostStatus, JobState, SchedulerConfig
 
@@ -116,7 +116,10 @@ class JobPicker(Protocol):
     * session hooks on BEGIN_ROUND: ``begin_session``, then ``next_job`` until it
       returns None, then ``end_session`` (Req 1 AC 4);
     * after each allocation attempt: ``on_dispatch`` or ``on_pend``;
-    * ``fini`` once, when the core replaces or drops the picker.
+    * ``fini`` once, when the core replaces or drops the picker;
+    * ``save_state`` when a snapshot is taken (between events), and ``load_state``
+      with what it returned, after a picker rebuilt from a loaded snapshot's state
+      through the hooks above (Req 10 AC 16).
 
     Contract: hooks never block and never mutate what they are given. ``next_job``
     returns only a pending job, at most once per session, and calls
@@ -138,6 +141,8 @@ class JobPicker(Protocol):
     def end_session(self) -> None: ...
     def on_dispatch(self, jobid: int) -> None: ...
     def on_pend(self, jobid: int) -> None: ...
+    def save_state(self) -> dict[str, Any]: ...
+    def load_state(self, state: Mapping[str, Any]) -> None: ...
 
 
 class PickerBase:
@@ -184,6 +189,13 @@ class PickerBase:
 
     def on_pend(self, jobid: int) -> None:
         """The job was pended for this session (no-op)."""
+
+    def save_state(self) -> dict[str, Any]:
+        """What the hooks cannot rebuild from the core's state (none): JSON-ready."""
+        return {}
+
+    def load_state(self, state: Mapping[str, Any]) -> None:
+        """Take back what ``save_state`` returned (no-op)."""
 
 
 @dataclass(frozen=True, slots=True)

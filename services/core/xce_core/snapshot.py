@@ -1,79 +1,214 @@
-"""``save_snapshot``: the whole core state as plain JSON (Req 10 AC 16).
+"""Save and load the whole core state (Req 10 AC 16; DESIGN invariant 2).
 
-The snapshot lists, in their table order (which is the order decisions depend on):
-configuration, queues, hosts with used slots, jobs with state and allocation,
-resources and their values, counters, the session count, the clock and the PRNG
-state. Everything is JSON-native (ints, strings, lists, dicts), so a SNAPSHOT line
-is readable and diffable.
+``load_snapshot(save_snapshot(core))`` is indistinguishable from ``core``: saving it
+again gives the same bytes, and it makes the same decisions for any continuation.
+The picker is rebuilt through its hooks from the restored state (as a
+``CONFIG_PUSH`` rebuilds it) and then given back what its ``save_state`` returned.
+
+Snapshots are taken between events, never inside a session.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from fractions import Fraction
 from typing import Any
 
+from pydantic import ValidationError
+from xce_schemas import Decision
+from xce_schemas.events import QueueSpec
+from xce_schemas.snapshot import (
+    SNAPSHOT_VERSION,
+    ClockState,
+    CoreSnapshot,
+    Counters,
+    HostState,
+    JobStateDoc,
+    ObjectTable,
+    PickerState,
+    PrngState,
+)
+
+from xce_core.clock import Clock
 from xce_core.core import SchedCore
+from xce_core.errors import CoreError
+from xce_core.plugins import PluginRegistry
+from xce_core.state import Job, Queue
 
-#: Version of the snapshot layout.
-SNAPSHOT_VERSION = 1
+
+class SnapshotError(CoreError, ValueError):
+    """A snapshot that cannot be loaded; the message names the field and why."""
 
 
-def save_snapshot(core: SchedCore) -> dict[str, Any]:
-    """The whole state of ``core``, as a JSON-ready dict.
+def save_snapshot(core: SchedCore) -> CoreSnapshot:
+    """The whole state of ``core`` as a snapshot document.
 
-    Returns:
-        ``{"version", "ts", "config", "queues", "hosts", "jobs", "resources",
-        "resvals", "counters", "clock", "prng", "picker"}``; times in ns.
+    ``snapshot.model_dump_json()`` is the plain JSON of a SNAPSHOT line.
+
+    Raises:
+        RuntimeError: called during a session (from a decision callback).
     """
+    if core.session is not None:
+        raise RuntimeError("a snapshot cannot be taken inside a scheduling session")
     state = core.state
+    resreq_ids: dict[str, int] = {}
+    jobs = []
+    for j in state.jobs.values():
+        resreq = resreq_ids.setdefault(j.resreq, len(resreq_ids))
+        jobs.append(
+            JobStateDoc(
+                jobid=j.jobid,
+                queue=j.queue,
+                user=j.user,
+                project=j.project,
+                priority=j.priority,
+                tasks=j.tasks,
+                resreq=resreq,
+                submit_ts=j.submit_ts,
+                queue_ts=j.queue_ts,
+                state=j.state,
+                alloc=j.alloc,
+                rusage=j.rusage,
+                pend_reason=j.pend_reason,
+            )
+        )
     version, internal, gauss = core.prng.getstate()
-    return {
-        "version": SNAPSHOT_VERSION,
-        "ts": core.last_ts,
-        "config": state.config.model_dump(mode="json"),
-        "queues": [
-            {
-                "name": q.name,
-                "priority": q.priority,
-                "job_pick_plugin": q.job_pick_plugin,
-                "project_name": q.project_name,
-            }
+    return CoreSnapshot(
+        ts=core.last_ts,
+        objects=ObjectTable(resreqs=tuple(resreq_ids)),
+        config=state.config,
+        queues=tuple(
+            QueueSpec(
+                name=q.name,
+                priority=q.priority,
+                job_pick_plugin=q.job_pick_plugin,
+                project_name=q.project_name,
+            )
             for q in state.queues.values()
-        ],
-        "hosts": [
-            {"name": h.name, "slots": h.slots, "used": h.used, "status": h.status.value}
+        ),
+        hosts=tuple(
+            HostState(name=h.name, slots=h.slots, used=h.used, status=h.status)
             for h in state.host_order
-        ],
-        "jobs": [
-            {
-                "jobid": j.jobid,
-                "queue": j.queue,
-                "user": j.user,
-                "project": j.project,
-                "priority": j.priority,
-                "tasks": j.tasks,
-                "resreq": j.resreq,
-                "submit_ts": j.submit_ts,
-                "queue_ts": j.queue_ts,
-                "state": j.state.value,
-                "alloc": None if j.alloc is None else j.alloc.model_dump(mode="json"),
-                "rusage": j.rusage,
-                "pend_reason": None
-                if j.pend_reason is None
-                else j.pend_reason.model_dump(mode="json"),
-            }
-            for j in state.jobs.values()
-        ],
-        "resources": [r.model_dump(mode="json") for r in state.resources.values()],
-        "resvals": [
+        ),
+        jobs=tuple(jobs),
+        resources=tuple(state.resources.values()),
+        resvals=tuple(
             {"resource": resource, "host": host or None, "value": value}
             for (resource, host), value in state.resvals.items()
-        ],
-        "counters": {
-            "next_instid": state.next_instid,
-            "sessions": state.sessions,
-            "events": core.events,
-        },
-        "clock": {"now": core.clock.now(), "speed": str(core.clock.speed)},
-        "prng": {"seed": core.prng_seed, "state": [version, list(internal), gauss]},
-        "picker": core.picker.name,
+        ),
+        counters=Counters(
+            next_instid=state.next_instid, sessions=state.sessions, events=core.events
+        ),
+        clock=ClockState(now=core.clock.now(), speed=str(core.clock.speed)),
+        prng=PrngState(seed=core.prng_seed, version=version, internal=internal, gauss_next=gauss),
+        picker=PickerState(name=core.picker.name, state=core.picker.save_state()),
+    )
+
+
+def _check(snapshot: CoreSnapshot) -> None:
+    """Cross-field consistency pydantic cannot see; raises SnapshotError."""
+    if snapshot.version != SNAPSHOT_VERSION:
+        raise SnapshotError(
+            f"snapshot version {snapshot.version} is not {SNAPSHOT_VERSION}, the one this "
+            "scheduler reads"
+        )
+    queues = {q.name for q in snapshot.queues}
+    hosts = {h.name: h for h in snapshot.hosts}
+    held = dict.fromkeys(hosts, 0)
+    for index, job in enumerate(snapshot.jobs):
+        where = f"jobs[{index}] (job {job.jobid})"
+        if job.queue not in queues:
+            raise SnapshotError(f"{where}.queue: unknown queue {job.queue!r}")
+        if job.resreq >= len(snapshot.objects.resreqs):
+            raise SnapshotError(f"{where}.resreq: no object {job.resreq} in objects.resreqs")
+        if (job.alloc is None) != (job.state.value == "PEND"):
+            raise SnapshotError(f"{where}.alloc: a {job.state.value} job must have one")
+        if job.alloc is not None and job.state.value == "RUN":
+            for name, slots in job.alloc.slots_by_host().items():
+                if name not in held:
+                    raise SnapshotError(f"{where}.alloc: unknown host {name!r}")
+                held[name] += slots
+    for name, host in hosts.items():
+        if host.used != held[name] or host.used > host.slots:
+            raise SnapshotError(
+                f"hosts ({name}).used: {host.used} does not match the {held[name]} slots "
+                f"its running jobs hold (capacity {host.slots})"
+            )
+
+
+def load_snapshot(
+    data: CoreSnapshot | dict[str, Any] | str | bytes,
+    on_decision: Callable[[Decision], object],
+    *,
+    registry: PluginRegistry | None = None,
+    clock: Clock | None = None,
+) -> SchedCore:
+    """A new core in exactly the state the snapshot describes.
+
+    Args:
+        data: a snapshot document, or its JSON (text or decoded).
+        on_decision: the new core's decision callback.
+        registry: plugins (must hold the snapshot's picker); default built-ins.
+        clock: the new core's clock; default a clock at the snapshot's time and speed.
+
+    Raises:
+        SnapshotError: malformed or inconsistent snapshot, naming the field.
+        ConfigError: the snapshot names a picker the registry lacks.
+    """
+    try:
+        if isinstance(data, CoreSnapshot):
+            snapshot = data
+        elif isinstance(data, str | bytes):
+            snapshot = CoreSnapshot.model_validate_json(data)
+        else:
+            snapshot = CoreSnapshot.model_validate(data)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        where = ".".join(str(part) for part in first["loc"]) or "snapshot"
+        raise SnapshotError(f"snapshot rejected: {where}: {first['msg']}") from None
+    _check(snapshot)
+    speed = Fraction(snapshot.clock.speed)
+    core = SchedCore(
+        on_decision,
+        snapshot.prng.seed,
+        registry=registry,
+        clock=clock if clock is not None else Clock(snapshot.clock.now, speed),
+    )
+    state = core.state
+    state.config = snapshot.config
+    state.queues = {
+        q.name: Queue(q.name, q.priority, q.job_pick_plugin, q.project_name)
+        for q in snapshot.queues
     }
+    for h in snapshot.hosts:
+        host = state.add_host(h.name, h.slots, h.status)
+        if h.used:
+            state.take_slots(host, h.used)
+    resreqs = snapshot.objects.resreqs
+    for j in snapshot.jobs:
+        state.jobs[j.jobid] = Job(
+            j.jobid,
+            j.queue,
+            j.user,
+            j.project,
+            j.priority,
+            j.tasks,
+            resreqs[j.resreq],
+            j.submit_ts,
+            j.queue_ts,
+            j.state,
+            j.alloc,
+            dict(j.rusage),
+            j.pend_reason,
+        )
+    state.resources = {r.name: r for r in snapshot.resources}
+    state.resvals = {(v.resource, v.host or ""): v.value for v in snapshot.resvals}
+    state.next_instid = snapshot.counters.next_instid
+    state.sessions = snapshot.counters.sessions
+    core.events = snapshot.counters.events
+    core.last_ts = snapshot.ts
+    prng = snapshot.prng
+    core.prng.setstate((prng.version, prng.internal, prng.gauss_next))
+    core.rebuild_picker()
+    core.picker.load_state(snapshot.picker.state)
+    return core

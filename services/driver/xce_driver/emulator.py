@@ -140,6 +140,7 @@ class ClusterEmulator:
         self._pending = 0
         self._next_round_ns: int | None = None
         self._last_round_ns: int | None = None
+        self._started = False
 
     # --- the core's side -----------------------------------------------------------
 
@@ -152,6 +153,18 @@ class ClusterEmulator:
 
     # --- the loop ------------------------------------------------------------------
 
+    def start(self) -> None:
+        """Bring the cluster up: push the configuration and the hosts at the origin,
+        and put every submission in the agenda. ``run`` does it when not done yet."""
+        if self._started:
+            return
+        self._started = True
+        start_ns = self._origin_ns
+        self._push(ConfigPush(ts=start_ns, payload=ConfigPushPayload(config=self._config)))
+        self._push(WorkersPush(ts=start_ns, payload=WorkersPushPayload(hosts=self._hosts)))
+        for job in self._jobs.values():
+            self._schedule(self._ns(job.submit_s), EventPriority.SUBMIT, job.jobid)
+
     def run(self, progress: Callable[[int], None] | None = None) -> dict[int, JobRecord]:
         """Run the workload to its end and return every job's record.
 
@@ -162,11 +175,7 @@ class ClusterEmulator:
         The run ends when nothing is left to happen; jobs that could never start
         (no plan ever fits) are left with ``start_s`` None.
         """
-        start_ns = self._origin_ns
-        self._push(ConfigPush(ts=start_ns, payload=ConfigPushPayload(config=self._config)))
-        self._push(WorkersPush(ts=start_ns, payload=WorkersPushPayload(hosts=self._hosts)))
-        for job in self._jobs.values():
-            self._schedule(self._ns(job.submit_s), EventPriority.SUBMIT, job.jobid)
+        self.start()
         reported = 0
         while self._agenda:
             now = self._agenda[0][0]

@@ -11,9 +11,9 @@ import io
 from datetime import UTC, datetime
 from pathlib import Path
 from types import TracebackType
-from typing import Any
 
-import orjson
+from xce_core.core import SchedCore
+from xce_core.snapshot import save_snapshot
 from xce_schemas import (
     RECORDING_VERSION,
     CoreEvent,
@@ -22,6 +22,7 @@ from xce_schemas import (
     SchedulerConfig,
     config_hash,
 )
+from xce_schemas.snapshot import CoreSnapshot
 
 
 class RecordingWriter:
@@ -59,9 +60,12 @@ class RecordingWriter:
         )
         self._write(header.model_dump_json().encode())
 
-    def snapshot(self, ts: int, data: dict[str, Any]) -> None:
-        """Write a SNAPSHOT line holding ``data``, the core state at ``ts``."""
-        self._write(orjson.dumps({"type": "SNAPSHOT", "ts": ts, "data": data}))
+    def snapshot(self, snapshot: CoreSnapshot) -> None:
+        """Write a SNAPSHOT line holding ``snapshot``, at the snapshot's ts."""
+        self._write(
+            b'{"type":"SNAPSHOT","ts":%d,"data":%s}'
+            % (snapshot.ts, snapshot.model_dump_json().encode())
+        )
 
     def event(self, event: CoreEvent) -> None:
         """Write one event line, exactly as the event's JSON."""
@@ -88,3 +92,51 @@ class RecordingWriter:
         tb: TracebackType | None,
     ) -> None:
         self.close()
+
+
+class Recorder:
+    """Records what crosses a core's boundary into a ``RecordingWriter``.
+
+    ``start`` writes HEADER (with the hash of the configuration in effect) and a
+    SNAPSHOT of the core; from then on ``event`` writes each event line before the
+    core handles it (so its decisions follow it), ``decision`` writes each decision,
+    and ``after_event`` adds a SNAPSHOT every ``snapshot_interval`` events
+    (0: only the first; Req 10 AC 10). Before ``start`` nothing is written.
+    Recording changes nothing in scheduling (Req 10 AC 9).
+
+    Raises:
+        ValueError: a negative snapshot interval.
+    """
+
+    def __init__(self, writer: RecordingWriter, snapshot_interval: int = 0) -> None:
+        if snapshot_interval < 0:
+            raise ValueError(f"snapshot interval must be 0 or more, not {snapshot_interval}")
+        self.writer = writer
+        self.snapshot_interval = snapshot_interval
+        self.recording = False
+        self._since_snapshot = 0
+
+    def start(self, core: SchedCore) -> None:
+        """Begin: HEADER and the first SNAPSHOT of ``core``'s state now."""
+        self.writer.header(core.state.config, core.last_ts)
+        self.writer.snapshot(save_snapshot(core))
+        self.recording = True
+
+    def event(self, event: CoreEvent) -> None:
+        """Record an event about to be pushed."""
+        if self.recording:
+            self.writer.event(event)
+
+    def decision(self, decision: Decision) -> None:
+        """Record a decision the core emitted."""
+        if self.recording:
+            self.writer.decision(decision)
+
+    def after_event(self, core: SchedCore) -> None:
+        """Count an event the core handled; snapshot when the interval is reached."""
+        if not self.recording or not self.snapshot_interval:
+            return
+        self._since_snapshot += 1
+        if self._since_snapshot >= self.snapshot_interval:
+            self._since_snapshot = 0
+            self.writer.snapshot(save_snapshot(core))

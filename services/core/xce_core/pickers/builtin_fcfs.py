@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import ClassVar
+from typing import Any, ClassVar
 
 from sortedcontainers import SortedDict, SortedList
 from xce_schemas import JobState, SchedulerConfig
@@ -201,6 +201,25 @@ class BuiltinFcfs(PickerBase):
         override = self._override_of(jobid)
         if override is not None:
             override.on_pend(jobid)
+
+    def save_state(self) -> dict[str, Any]:
+        """The override pickers' own states, by queue name.
+
+        Everything else is rebuilt exactly from the core's state by the hooks: the
+        order depends only on (priority, queue time, jobid).
+        """
+        states = {}
+        for name, queue in self._queues.items():
+            if queue.override is not None and (state := queue.override.save_state()):
+                states[name] = state
+        return {"overrides": states} if states else {}
+
+    def load_state(self, state: Mapping[str, Any]) -> None:
+        """Give each override picker back its saved state."""
+        for name, saved in state.get("overrides", {}).items():
+            queue = self._queues.get(name)
+            if queue is not None and queue.override is not None:
+                queue.override.load_state(saved)
 
     def fini(self) -> None:
         """Release the override pickers."""

@@ -1,0 +1,132 @@
+"""The snapshot document: the whole core state as plain JSON (Req 10 AC 16).
+
+Written by ``xce_core.snapshot.save_snapshot`` and read by ``load_snapshot``; a
+recording's SNAPSHOT line carries one in ``data``. Lists keep the core's table
+order, which decisions depend on. Shared objects (resource requests) are written
+once in ``objects`` and referenced by index (spec invariant 5).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import Field
+
+from xce_schemas.alloc import JobAlloc
+from xce_schemas.base import WireModel
+from xce_schemas.events import (
+    HostStatus,
+    JobId,
+    JobState,
+    QueueSpec,
+    ResourceDef,
+    ResVal,
+    SchedulerConfig,
+    TimestampNs,
+)
+from xce_schemas.pending import PendingReason
+
+#: The snapshot layout version this package reads and writes.
+SNAPSHOT_VERSION = 1
+
+
+class ObjectTable(WireModel):
+    """Shared immutable objects, each written once and referenced by its index."""
+
+    resreqs: tuple[str, ...] = ()
+
+
+class HostState(WireModel):
+    """A host with its slot accounting (``used`` ≤ ``slots``)."""
+
+    name: str
+    slots: int = Field(ge=0)
+    used: int = Field(ge=0)
+    status: HostStatus
+
+
+class JobStateDoc(WireModel):
+    """A job the core holds (pending, running or suspended).
+
+    ``resreq`` is an index into ``ObjectTable.resreqs``; times are ns.
+    """
+
+    jobid: JobId
+    queue: str
+    user: str
+    project: str | None
+    priority: int
+    tasks: int = Field(ge=1)
+    resreq: int = Field(ge=0)
+    submit_ts: TimestampNs
+    queue_ts: TimestampNs
+    state: JobState
+    alloc: JobAlloc | None = None
+    rusage: dict[str, float] = Field(default_factory=dict)
+    pend_reason: PendingReason | None = None
+
+
+class Counters(WireModel):
+    """Counters whose values later decisions depend on."""
+
+    next_instid: int = Field(ge=1)
+    sessions: int = Field(ge=0)
+    events: int = Field(ge=0)
+
+
+class ClockState(WireModel):
+    """The virtual clock: time now (ns) and speed (a fraction as text, e.g. ``"0"``)."""
+
+    now: TimestampNs
+    speed: str
+
+
+class PrngState(WireModel):
+    """The core PRNG: its seed and ``random.Random.getstate()`` as JSON."""
+
+    seed: int
+    version: int
+    internal: tuple[int, ...]
+    gauss_next: float | None
+
+
+class PickerState(WireModel):
+    """The global picker's name and what its ``save_state`` returned."""
+
+    name: str
+    state: dict[str, Any] = Field(default_factory=dict)
+
+
+class CoreSnapshot(WireModel):
+    """The whole state of a ``SchedCore`` between two events.
+
+    Attributes:
+        version: ``SNAPSHOT_VERSION``.
+        ts: ts of the last event the core accepted, ns.
+        objects: shared objects referenced by index.
+        config: the scheduler configuration.
+        queues: queues in table order.
+        hosts: hosts in host order.
+        jobs: jobs in table (submission) order.
+        resources, resvals: resource definitions and values.
+        counters, clock, prng, picker: see their models.
+
+    Users and projects are attributes of jobs and queues here (no separate tables);
+    the unsatisfiable-request cache and other session state live only inside a
+    session, and snapshots are only taken between events.
+    """
+
+    type: str = "xce.core.snapshot"
+    version: int = SNAPSHOT_VERSION
+    ts: TimestampNs
+    objects: ObjectTable
+    config: SchedulerConfig
+    queues: tuple[QueueSpec, ...]
+    hosts: tuple[HostState, ...]
+    jobs: tuple[JobStateDoc, ...]
+    resources: tuple[ResourceDef, ...]
+    resvals: tuple[ResVal, ...]
+    counters: Counters
+    clock: ClockState
+    prng: PrngState
+    picker: PickerState
