@@ -26,6 +26,7 @@ field, and both values, which side is None, or both list lengths, e.g.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from enum import Enum
 from typing import TypeVar
 
 from xce_schemas.alloc import Alloc, HostAlloc, JobAlloc
@@ -58,10 +59,14 @@ def _fields_diff(path: str, a: object, b: object, fields: Sequence[str]) -> str 
             if left is right:
                 continue
             return _none_diff(f"{path}{_wire(field)}", left, right)
-        # ``value`` compares exactly: bit-for-bit ==, no tolerance (Req 1 AC 1).
-        if type(left) is not type(right) or left != right:
-            return f"{path}{_wire(field)}: {left!r} != {right!r}"
+        # ``value`` compares exactly: ==, no tolerance (Req 1 AC 1).
+        if left != right:
+            return f"{path}{_wire(field)}: {_show(left)} != {_show(right)}"
     return None
+
+
+def _show(value: object) -> str:
+    return repr(value.value if isinstance(value, Enum) else value)
 
 
 def _list_diff(
@@ -82,7 +87,9 @@ def _list_diff(
     return None
 
 
-def _item(path: str, a: T | None, b: T | None, diff: Callable[[str, T, T], str | None]) -> str | None:
+def _item(
+    path: str, a: T | None, b: T | None, diff: Callable[[str, T, T], str | None]
+) -> str | None:
     if a is b:
         return None
     if a is None or b is None:

@@ -18,10 +18,12 @@ from xce_schemas.decisions import Decision
 from xce_schemas.events import CoreEvent
 from xce_schemas.pending import PendingReason
 from xce_schemas.recording import RecordingLine
+from xce_schemas.snapshot import CoreSnapshot
 
 #: File name → the type it documents.
 EXPORTED: dict[str, Any] = {
     "core_event.schema.json": CoreEvent,
+    "core_snapshot.schema.json": CoreSnapshot,
     "decision.schema.json": Decision,
     "job_alloc.schema.json": JobAlloc,
     "pending_reason.schema.json": PendingReason,

@@ -8,130 +8,26 @@ from typing import Any
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from xce_core.core import SchedCore
-from xce_core.errors import EventError
 from xce_core.snapshot import save_snapshot
-from xce_schemas import Decision, HostStatus, JobState
+from xce_schemas import Decision, JobState
 
-NS = 1_000_000_000
-QUEUES = ("low", "normal", "high")
-
-operation = st.one_of(
-    st.tuples(st.just("submit"), st.integers(1, 12), st.integers(-2, 2), st.sampled_from(QUEUES)),
-    st.tuples(st.just("round")),
-    st.tuples(
-        st.sampled_from(["finish", "fail", "requeue", "suspend", "resume", "kill"]),
-        st.integers(0, 50),
-    ),
-    st.tuples(
-        st.just("host"), st.integers(0, 6), st.integers(0, 6), st.sampled_from(list(HostStatus))
-    ),
-    st.tuples(st.just("update"), st.integers(0, 50), st.integers(-3, 3), st.sampled_from(QUEUES)),
-)
+from tests.core.random_events import apply, new_core, operation
 
 
 def run(ops: list[tuple[Any, ...]], check: bool) -> list[str]:
     decisions: list[Decision] = []
-    core = SchedCore(on_decision=decisions.append, prng_seed=7)
-    core.push_event(
-        {
-            "type": "CONFIG_PUSH",
-            "ts": 0,
-            "payload": {
-                "config": {
-                    "queues": [
-                        {"name": "low", "priority": 10},
-                        {"name": "normal", "priority": 30},
-                        {"name": "high", "priority": 30},
-                    ]
-                }
-            },
-        }
-    )
-    core.push_event(
-        {
-            "type": "WORKERS_PUSH",
-            "ts": 0,
-            "payload": {"hosts": [{"name": f"h{i}", "slots": 1 + i % 4} for i in range(5)]},
-        }
-    )
-    next_jobid = 1
+    core = new_core(decisions)
     for step, op in enumerate(ops, start=1):
-        ts = step * NS
-        jobs = core.state.jobs
-        by_state = {s: [j for j in jobs.values() if j.state is s] for s in JobState}
-        event: dict[str, Any] | None = None
-        kind = op[0]
-        if kind == "submit":
-            event = {
-                "type": "JOBS_PUSH",
-                "ts": ts,
-                "payload": {
-                    "jobs": [
-                        {
-                            "jobid": next_jobid,
-                            "queue": op[3],
-                            "tasks": op[1],
-                            "priority": op[2],
-                            "submit_ts": ts,
-                        }
-                    ]
-                },
-            }
-            next_jobid += 1
-        elif kind == "round":
-            pending = {j.jobid for j in by_state[JobState.PEND]}
-            start = len(decisions)
-            core.push_event({"type": "BEGIN_ROUND", "ts": ts, "payload": {}})
+        pending = {j.jobid for j in core.state.jobs.values() if j.state is JobState.PEND}
+        start = len(decisions)
+        before = save_snapshot(core) if check else None
+        if not apply(core, op, step) and check and op[0] != "round":
+            assert save_snapshot(core) == before  # a rejected event changed nothing
+        if check and op[0] == "round":
             decided = [d.jobid for d in decisions[start + 1 :]]  # type: ignore[union-attr]
             assert len(decided) == len(set(decided)) and set(decided) <= pending
             for job in core.state.jobs.values():  # every job left pending has a reason
                 assert job.state is not JobState.PEND or job.pend_reason is not None
-        elif kind == "host":
-            event = {
-                "type": "WORKERS_PUSH",
-                "ts": ts,
-                "payload": {
-                    "hosts": [{"name": f"h{op[1]}", "slots": op[2], "status": op[3].value}]
-                },
-            }
-        elif kind == "update":
-            candidates = list(jobs)
-            if candidates:
-                event = {
-                    "type": "JOB_UPDATE",
-                    "ts": ts,
-                    "payload": {
-                        "jobid": candidates[op[1] % len(candidates)],
-                        "priority": op[2],
-                        "queue": op[3],
-                    },
-                }
-        else:
-            source, target = {
-                "finish": (JobState.RUN, JobState.DONE),
-                "fail": (JobState.RUN, JobState.EXIT),
-                "requeue": (JobState.RUN, JobState.PEND),
-                "suspend": (JobState.RUN, JobState.SUSP),
-                "resume": (JobState.SUSP, JobState.RUN),
-                "kill": (JobState.PEND, JobState.EXIT),
-            }[kind]
-            candidates = by_state[source]
-            if candidates:
-                job = candidates[op[1] % len(candidates)]
-                event = {
-                    "type": "JOB_STATE_CHANGE",
-                    "ts": ts,
-                    "payload": {"jobid": job.jobid, "state": target.value},
-                }
-        if event is not None:
-            before = save_snapshot(core) if check else None
-            try:
-                core.push_event(event)
-            except EventError:
-                # Rejected (a host shrinking under its jobs, a resume without room):
-                # nothing changed.
-                if check:
-                    assert save_snapshot(core) == before
         if check:
             assert_conserved(core)
     return [d.model_dump_json() for d in decisions]

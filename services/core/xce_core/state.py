@@ -19,6 +19,9 @@ from xce_schemas import (
 
 from xce_core.alloc.free_index import FreeSlotIndex
 
+#: Field metadata of values that only key caches: not state, not snapshotted.
+CACHE = {"cache": True}
+
 
 @dataclass(slots=True)
 class Queue:
@@ -95,7 +98,8 @@ class ClusterState:
 
     ``hosts_version`` increases whenever a host is added or its capacity or status
     changes (not when jobs take or give slots), so memos of what depends only on the
-    hosts' shape stay correct.
+    hosts' shape stay correct. It is a cache key, not state: its value is never
+    compared, only whether it moved (``CACHE`` marks such fields).
     """
 
     config: SchedulerConfig = field(default_factory=SchedulerConfig)
@@ -109,7 +113,7 @@ class ClusterState:
     capacity: int = 0
     next_instid: int = 1
     sessions: int = 0
-    hosts_version: int = 0
+    hosts_version: int = field(default=0, metadata=CACHE)
 
     def add_host(self, name: str, slots: int, status: HostStatus) -> Host:
         """Append a new host at the end of host order."""

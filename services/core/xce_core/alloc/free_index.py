@@ -16,7 +16,7 @@ from __future__ import annotations
 import heapq
 from collections.abc import Iterator
 
-from sortedcontainers import SortedList
+from sortedcontainers import SortedDict, SortedList
 
 
 class FreeSlotIndex:
@@ -30,8 +30,8 @@ class FreeSlotIndex:
     __slots__ = ("_buckets", "_free", "_total")
 
     def __init__(self) -> None:
-        self._buckets: dict[int, SortedList] = {}
-        self._free: dict[int, int] = {}
+        self._buckets: SortedDict = SortedDict()  # free slots → SortedList of positions
+        self._free: list[int] = []  # by position; dense, since positions are 0, 1, ...
         self._total = 0
 
     @property
@@ -41,18 +41,20 @@ class FreeSlotIndex:
 
     def free_of(self, position: int) -> int:
         """The indexed free slots of the host at ``position`` (0 when not indexed)."""
-        return self._free.get(position, 0)
+        return self._free[position] if position < len(self._free) else 0
 
     def update(self, position: int, free: int) -> None:
         """Record that the host at ``position`` now has ``free`` usable slots (≥ 0)."""
-        old = self._free.pop(position, 0)
+        if position >= len(self._free):
+            self._free.extend([0] * (position + 1 - len(self._free)))
+        old = self._free[position]
+        self._free[position] = free
         if old:
             bucket = self._buckets[old]
             bucket.remove(position)
             if not bucket:
                 del self._buckets[old]
         if free > 0:
-            self._free[position] = free
             bucket = self._buckets.get(free)
             if bucket is None:
                 bucket = self._buckets[free] = SortedList()
@@ -61,7 +63,8 @@ class FreeSlotIndex:
 
     def count_at_least(self, slots: int) -> int:
         """How many hosts have at least ``slots`` free (``slots`` ≥ 1)."""
-        return sum(len(bucket) for free, bucket in self._buckets.items() if free >= slots)
+        buckets = self._buckets
+        return sum(len(buckets[free]) for free in buckets.irange(minimum=slots))
 
     def positions_at_least(self, slots: int) -> Iterator[int]:
         """Lazily, in host order, the positions of hosts with at least ``slots`` free.
@@ -69,7 +72,7 @@ class FreeSlotIndex:
         The index must not change while the iterator is in use.
         """
         buckets: list[Iterator[int]] = [
-            iter(b) for free, b in sorted(self._buckets.items()) if free >= slots
+            iter(self._buckets[free]) for free in self._buckets.irange(minimum=slots)
         ]
         if len(buckets) == 1:
             return buckets[0]

@@ -1,0 +1,131 @@
+"""Random event sequences for property tests: a hypothesis strategy and a driver.
+
+An operation is a small tuple; ``apply`` turns it into an event that fits the
+core's current state (a finish for a running job, a resume for a suspended one, ...)
+and pushes it. Job ids come from the step number, so two cores driven from the same
+step give the same ids.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from hypothesis import strategies as st
+from xce_core.core import SchedCore
+from xce_core.errors import EventError
+from xce_schemas import HostStatus, JobState
+
+NS = 1_000_000_000
+QUEUES = ("low", "normal", "high")
+
+operation = st.one_of(
+    st.tuples(st.just("submit"), st.integers(1, 12), st.integers(-2, 2), st.sampled_from(QUEUES)),
+    st.tuples(st.just("round")),
+    st.tuples(
+        st.sampled_from(["finish", "fail", "requeue", "suspend", "resume", "kill"]),
+        st.integers(0, 50),
+    ),
+    st.tuples(
+        st.just("host"), st.integers(0, 6), st.integers(0, 6), st.sampled_from(list(HostStatus))
+    ),
+    st.tuples(st.just("update"), st.integers(0, 50), st.integers(-3, 3), st.sampled_from(QUEUES)),
+)
+
+TRANSITIONS = {
+    "finish": (JobState.RUN, JobState.DONE),
+    "fail": (JobState.RUN, JobState.EXIT),
+    "requeue": (JobState.RUN, JobState.PEND),
+    "suspend": (JobState.RUN, JobState.SUSP),
+    "resume": (JobState.SUSP, JobState.RUN),
+    "kill": (JobState.PEND, JobState.EXIT),
+}
+
+
+def new_core(decisions: list[Any]) -> SchedCore:
+    """A core with three queues (two of equal priority) and five hosts of 1-4 slots."""
+    core = SchedCore(on_decision=decisions.append, prng_seed=7)
+    core.push_event(
+        {
+            "type": "CONFIG_PUSH",
+            "ts": 0,
+            "payload": {
+                "config": {
+                    "queues": [
+                        {"name": "low", "priority": 10},
+                        {"name": "normal", "priority": 30},
+                        {"name": "high", "priority": 30},
+                    ]
+                }
+            },
+        }
+    )
+    core.push_event(
+        {
+            "type": "WORKERS_PUSH",
+            "ts": 0,
+            "payload": {"hosts": [{"name": f"h{i}", "slots": 1 + i % 4} for i in range(5)]},
+        }
+    )
+    return core
+
+
+def event_for(core: SchedCore, op: tuple[Any, ...], step: int) -> dict[str, Any] | None:
+    """The event ``op`` means at ``step`` in ``core``'s state (None: nothing applies)."""
+    ts = step * NS
+    kind = op[0]
+    jobs = core.state.jobs
+    if kind == "submit":
+        return {
+            "type": "JOBS_PUSH",
+            "ts": ts,
+            "payload": {
+                "jobs": [
+                    {
+                        "jobid": step,
+                        "queue": op[3],
+                        "tasks": op[1],
+                        "priority": op[2],
+                        "submit_ts": ts,
+                    }
+                ]
+            },
+        }
+    if kind == "round":
+        return {"type": "BEGIN_ROUND", "ts": ts, "payload": {}}
+    if kind == "host":
+        return {
+            "type": "WORKERS_PUSH",
+            "ts": ts,
+            "payload": {"hosts": [{"name": f"h{op[1]}", "slots": op[2], "status": op[3].value}]},
+        }
+    if kind == "update":
+        if not jobs:
+            return None
+        jobid = list(jobs)[op[1] % len(jobs)]
+        return {
+            "type": "JOB_UPDATE",
+            "ts": ts,
+            "payload": {"jobid": jobid, "priority": op[2], "queue": op[3]},
+        }
+    source, target = TRANSITIONS[kind]
+    candidates = [j.jobid for j in jobs.values() if j.state is source]
+    if not candidates:
+        return None
+    jobid = candidates[op[1] % len(candidates)]
+    return {
+        "type": "JOB_STATE_CHANGE",
+        "ts": ts,
+        "payload": {"jobid": jobid, "state": target.value},
+    }
+
+
+def apply(core: SchedCore, op: tuple[Any, ...], step: int) -> bool:
+    """Push the event ``op`` means; False when the core rejected it (or none applied)."""
+    event = event_for(core, op, step)
+    if event is None:
+        return False
+    try:
+        core.push_event(event)
+    except EventError:
+        return False  # e.g. a host shrinking under its jobs, a resume without room
+    return True
