@@ -1,5 +1,8 @@
 """``xce-sched``: the scheduler developer's command line.
 
+``xce-sched replay`` replays a recording through a fresh core: from any snapshot,
+paced or paused, verifying every decision, or with alternative events (what-if).
+
 ``xce-sched simulate`` schedules a whole workload in virtual time and prints what
 happened: a real trace in the Standard Workload Format (``--workload``), or, by
 default, a workload generated from the Lublin-Feitelson model, so it runs anywhere.
@@ -24,6 +27,15 @@ from xce_core.errors import ConfigError
 
 from xce_driver.plugins import load_registry
 from xce_driver.recording import RecordingWriter
+from xce_driver.replay import (
+    ReplayError,
+    ReplayOptions,
+    as_dict,
+    format_ts,
+    interactive_pause,
+    moved_jobs,
+    replay,
+)
 from xce_driver.report import Report, write_jobs_csv
 from xce_driver.simulate import run_simulation
 from xce_driver.workloads.lublin import generate_lublin
@@ -48,6 +60,23 @@ def _positive_int(text: str) -> int:
         raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
     if value < 1:
         raise argparse.ArgumentTypeError(f"{text!r} must be at least 1")
+    return value
+
+
+def _non_negative_int(text: str) -> int:
+    value = _int(text)
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"{text!r} must not be negative")
+    return value
+
+
+def _non_negative_float(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+    if not value >= 0 or value == float("inf"):
+        raise argparse.ArgumentTypeError(f"{text!r} must be a finite number, 0 or more")
     return value
 
 
@@ -115,7 +144,56 @@ def build_parser() -> argparse.ArgumentParser:
     )
     sim.add_argument("--report", metavar="OUT.json", help="write the report as JSON")
     sim.add_argument("--jobs-out", metavar="OUT.csv", help="write per-job results as CSV")
+    sim.add_argument(
+        "--record-snapshot-interval",
+        type=_non_negative_int,
+        default=0,
+        metavar="N",
+        help="with --record, a SNAPSHOT every N events (default 0: only the first)",
+    )
     sim.add_argument("--quiet", action="store_true", help="print no summary table")
+
+    rep = commands.add_parser(
+        "replay",
+        help="replay a recording through the core; verify, pause, what-if",
+        description="Replay a recording (HEADER, SNAPSHOT, events, decisions) in virtual time.",
+    )
+    rep.add_argument("file", metavar="FILE", help="recording (.jsonl or .jsonl.gz)")
+    rep.add_argument(
+        "--sim-start-ts",
+        type=_non_negative_int,
+        metavar="TS",
+        help="start from the latest snapshot at or before TS (ns)",
+    )
+    rep.add_argument(
+        "--sim-speed",
+        type=_non_negative_float,
+        default=0.0,
+        metavar="N",
+        help="0 as fast as possible (default), 1 real time, N times real time",
+    )
+    rep.add_argument(
+        "--sim-pause-at",
+        type=_non_negative_int,
+        metavar="TS",
+        help="pause at TS (ns) with a state summary; Enter goes on (on a terminal)",
+    )
+    rep.add_argument(
+        "--sim-verify",
+        action="store_true",
+        help="compare every decision with the recorded one; exit 1 on any mismatch",
+    )
+    rep.add_argument(
+        "--sim-alt-events",
+        metavar="FILE",
+        help="what-if: snapshot from FILE above, events from this file",
+    )
+    rep.add_argument(
+        "--force",
+        action="store_true",
+        help="replay despite a format-version or configuration-hash mismatch",
+    )
+    rep.add_argument("--report", metavar="OUT.json", help="write the replay summary as JSON")
     return parser
 
 
@@ -206,6 +284,7 @@ def simulate(args: argparse.Namespace) -> int:
                 round_interval_s=args.round_interval,
                 registry=registry,
                 recording=recording,
+                snapshot_interval=args.record_snapshot_interval,
                 progress=lambda done: bar.update(task, completed=done),
             )
     finally:
@@ -221,18 +300,90 @@ def simulate(args: argparse.Namespace) -> int:
     return 0
 
 
+def replay_command(args: argparse.Namespace) -> int:
+    """Run ``xce-sched replay``; returns the exit status (1 when verification failed)."""
+    _check_output(args.report, "--report")
+    options = ReplayOptions(
+        start_ts=args.sim_start_ts,
+        speed=args.sim_speed,
+        pause_at=args.sim_pause_at,
+        verify=args.sim_verify,
+        alt_events=Path(args.sim_alt_events) if args.sim_alt_events else None,
+        force=args.force,
+    )
+    interactive = sys.stdin.isatty() and sys.stderr.isatty()
+    result = replay(
+        args.file,
+        options,
+        registry=load_registry(),
+        pause=interactive_pause if interactive else None,
+    )
+    console = Console()
+    stats = result.stats
+    if result.paused_at is not None:
+        console.print(f"paused at {result.pause_summary}", markup=False)
+    table = Table(title=f"xce-sched replay: {args.file}", show_header=False)
+    table.add_column("figure", style="bold")
+    table.add_column("value", justify="right")
+    rate = stats.events / result.wall_s if result.wall_s else 0.0
+    rows = [
+        (
+            "started from",
+            f"SNAPSHOT at line {result.snapshot_line}, {format_ts(result.snapshot_ts)}",
+        ),
+        ("events replayed", f"{stats.events:,} ({rate:,.0f} events/s)"),
+        (
+            "decisions",
+            ", ".join(f"{op} {n:,}" for op, n in sorted(stats.decisions.items())) or "none",
+        ),
+        ("mean wait of jobs started", f"{stats.mean_wait_s():,.1f} s"),
+        ("wall time", f"{result.wall_s:.2f} s"),
+    ]
+    if args.sim_verify:
+        rows.append(("verification", f"{result.mismatch_count:,} mismatches"))
+    if result.base is not None:
+        moved = moved_jobs(result.base, stats)
+        rows.append(("what-if: jobs whose start moved", f"{len(moved):,}"))
+        rows.append(
+            (
+                "what-if: mean wait base / alternative",
+                f"{result.base.mean_wait_s():,.1f} s / {stats.mean_wait_s():,.1f} s",
+            )
+        )
+        rows.append(("what-if: events that no longer apply", f"{stats.rejected_count:,}"))
+    for name, value in rows:
+        table.add_row(name, value)
+    console.print(table)
+    if result.base is not None:
+        for jobid, before, after in moved_jobs(result.base, stats)[:20]:
+
+            def show(ts: int | None) -> str:
+                return "never" if ts is None else format_ts(ts)
+
+            console.print(f"job {jobid}: start {show(before)} -> {show(after)}", markup=False)
+        for text in stats.rejected[:10]:
+            console.print(f"not applied: {text}", markup=False)
+    for text in result.mismatches:
+        console.print(f"MISMATCH {text}", markup=False)
+    if result.mismatch_count > len(result.mismatches):
+        console.print(f"... and {result.mismatch_count - len(result.mismatches):,} more mismatches")
+    if args.report:
+        Path(args.report).write_bytes(orjson.dumps(as_dict(result), option=orjson.OPT_INDENT_2))
+    return 1 if result.mismatch_count else 0
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of ``xce-sched``; returns (and exits with) the exit status."""
     parser = build_parser()
     args = parser.parse_args(argv)
     try:
-        return simulate(args)
+        return simulate(args) if args.command == "simulate" else replay_command(args)
     except ValidationError as exc:  # a value the wire contract refuses
         first = exc.errors()[0]
         where = ".".join(str(part) for part in first["loc"]) or exc.title
         print(f"{PROG}: error: {where}: {first['msg']} (got {first['input']!r})", file=sys.stderr)
         return 2
-    except (UserError, SwfError, MappingError, ConfigError, ValueError) as exc:
+    except (UserError, SwfError, MappingError, ConfigError, ReplayError, ValueError) as exc:
         print(f"{PROG}: error: {exc}", file=sys.stderr)
         return 2
     except OSError as exc:

@@ -1,20 +1,27 @@
-"""Writing a recording: JSONL, one object a line (Req 10 AC 15).
+"""Recordings: JSONL, one object a line (Req 10 AC 15), written and read.
 
 HEADER first, then a SNAPSHOT, then every event and decision in the order they
-crossed the core's boundary. A path ending in ``.gz`` is written gzip-compressed.
+crossed the core's boundary, with further SNAPSHOTs every N events when asked. A
+path ending in ``.gz`` is written and read gzip-compressed.
 """
 
 from __future__ import annotations
 
 import gzip
 import io
+import zlib
+from collections.abc import Iterator
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from types import TracebackType
+from typing import Any
 
+import orjson
 from xce_core.core import SchedCore
 from xce_core.snapshot import save_snapshot
 from xce_schemas import (
+    EVENT_TYPES,
     RECORDING_VERSION,
     CoreEvent,
     Decision,
@@ -140,3 +147,83 @@ class Recorder:
         if self._since_snapshot >= self.snapshot_interval:
             self._since_snapshot = 0
             self.writer.snapshot(save_snapshot(core))
+
+
+class RecordingError(ValueError):
+    """A recording that cannot be read, named by file and line, e.g.
+    ``run.jsonl:12: not JSON (unexpected character)``."""
+
+
+@dataclass(frozen=True, slots=True)
+class Line:
+    """One line of a recording: its number (from 1), its decoded object and raw bytes."""
+
+    number: int
+    data: dict[str, Any]
+    raw: bytes
+
+    @property
+    def type(self) -> str:
+        """The line's ``type``."""
+        return str(self.data["type"])
+
+    @property
+    def ts(self) -> int:
+        """The line's ``ts`` (HEADER: its ``start_ts``), ns."""
+        return int(self.data["ts"] if "ts" in self.data else self.data.get("start_ts", 0))
+
+
+#: Every ``type`` a recording line may have.
+LINE_TYPES = frozenset({"HEADER", "SNAPSHOT", "DECISION", *EVENT_TYPES})
+
+
+def read_lines(path: str | Path) -> Iterator[Line]:
+    """The lines of a ``.jsonl`` or ``.jsonl.gz`` recording, decoded, in file order.
+
+    Raises:
+        RecordingError: the file is missing or unreadable, a line is not a JSON object
+            with a known ``type`` and an integer ``ts``, or the file is truncated.
+    """
+    path = Path(path)
+    try:
+        handle: io.BufferedIOBase = (
+            gzip.GzipFile(path, "rb") if path.name.endswith(".gz") else open(path, "rb")  # noqa: SIM115
+        )
+    except FileNotFoundError:
+        raise RecordingError(f"{path}: no such file") from None
+    except IsADirectoryError:
+        raise RecordingError(f"{path}: is a directory, not a recording") from None
+    except OSError as exc:
+        raise RecordingError(f"{path}: cannot be read ({exc.strerror or exc})") from None
+    number = 0
+    try:
+        with handle:
+            for number, raw in enumerate(handle, start=1):
+                yield _decode(path, number, raw)
+    except (OSError, EOFError, zlib.error) as exc:
+        raise RecordingError(f"{path}:{number + 1}: cannot be read ({exc})") from None
+
+
+def _decode(path: Path, number: int, raw: bytes) -> Line:
+    where = f"{path}:{number}"
+    if not raw.endswith(b"\n"):
+        if not raw.strip():
+            raise RecordingError(f"{where}: empty line at the end")
+        try:
+            orjson.loads(raw)
+        except orjson.JSONDecodeError:
+            raise RecordingError(f"{where}: the file is truncated (last line incomplete)") from None
+    try:
+        data = orjson.loads(raw)
+    except orjson.JSONDecodeError as exc:
+        raise RecordingError(f"{where}: not JSON ({exc})") from None
+    if not isinstance(data, dict):
+        raise RecordingError(f"{where}: not a JSON object")
+    kind = data.get("type")
+    if kind not in LINE_TYPES:
+        raise RecordingError(f"{where}: unknown line type {kind!r}")
+    stamp = data.get("start_ts" if kind == "HEADER" else "ts")
+    if not isinstance(stamp, int) or isinstance(stamp, bool) or stamp < 0:
+        field = "start_ts" if kind == "HEADER" else "ts"
+        raise RecordingError(f"{where}: {kind} needs {field} as whole nanoseconds, not {stamp!r}")
+    return Line(number, data, raw)

@@ -1,0 +1,554 @@
+"""The simulation-mode driver: replay a recording through a fresh core (Req 10 AC 11-14).
+
+``replay`` loads the latest SNAPSHOT at or before the start time, then pushes every
+later event in file order through a core built from it, in a discrete event-driven
+virtual clock: time jumps to each event's ts and never goes back; events of one ts
+keep their file order (AC 12). The driver, not the core, paces the replay
+(``speed``) and pauses it (``pause_at``).
+
+With ``verify`` (AC 13; spec/alloc-equality.md Req 5) each decision the core makes
+is compared with the one recorded after the same event: DISPATCH by allocation
+equality (``from`` compared, ``instid`` not), PEND by job and main reason only
+(bug-1845: a recorded reason may have been built from another path than the replayed
+one), others field by field; missing and extra decisions are mismatches too, and
+so is a periodic SNAPSHOT the replayed state does not reproduce.
+
+With ``alt_events`` (AC 14) the snapshot comes from the base recording and the events
+from the alternative file: a what-if. Both runs are replayed and compared: which
+jobs started at another time, and the mean wait before and after. Alternative events
+that no longer apply to the what-if state (a finish for a job that has not started
+there) are counted and shown, not pushed.
+"""
+
+from __future__ import annotations
+
+import statistics
+import sys
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from pydantic import ValidationError
+from xce_core.core import SchedCore
+from xce_core.errors import EventError
+from xce_core.plugins import PluginRegistry
+from xce_core.snapshot import SnapshotError, load_snapshot, save_snapshot
+from xce_schemas import (
+    RECORDING_VERSION,
+    CoreEvent,
+    Decision,
+    Dispatch,
+    Header,
+    JobsPush,
+    JobState,
+    Pend,
+    config_hash,
+    job_alloc_diff,
+    parse_decision,
+)
+from xce_schemas.events import EVENT_ADAPTER
+from xce_schemas.snapshot import CoreSnapshot
+
+from xce_driver.recording import Line, RecordingError, read_lines
+
+NS = 1_000_000_000
+
+#: Mismatch lines kept in full; the rest are only counted.
+MAX_SHOWN = 50
+
+
+def format_ts(ts: int) -> str:
+    """``ts=<ns> (<UTC time>)`` for messages."""
+    wall = datetime.fromtimestamp(ts // NS, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    return f"ts={ts} ({wall})"
+
+
+def _describe(decision: Decision) -> str:
+    if isinstance(decision, Dispatch | Pend):
+        return f"{decision.op} job {decision.jobid}"
+    return decision.op
+
+
+def decision_diff(recorded: Decision, made: Decision) -> str | None:
+    """The first difference between a recorded and a replayed decision, or None.
+
+    DISPATCH: job allocation equality; PEND: jobid and main reason only (bug-1845);
+    others: every field.
+    """
+    if recorded.op != made.op:
+        return f"recorded {_describe(recorded)}, made {_describe(made)}"
+    if isinstance(recorded, Dispatch) and isinstance(made, Dispatch):
+        if recorded.jobid != made.jobid:
+            return f"recorded DISPATCH job {recorded.jobid}, made DISPATCH job {made.jobid}"
+        why = job_alloc_diff(recorded.alloc, made.alloc)
+        return None if why is None else f"DISPATCH job {made.jobid}: alloc.{why}"
+    if isinstance(recorded, Pend) and isinstance(made, Pend):
+        if recorded.jobid != made.jobid:
+            return f"recorded PEND job {recorded.jobid}, made PEND job {made.jobid}"
+        if recorded.reason.main != made.reason.main:
+            return (
+                f"PEND job {made.jobid}: main reason "
+                f"{recorded.reason.main.value} != {made.reason.main.value}"
+            )
+        return None
+    if recorded != made:
+        left, right = recorded.model_dump(), made.model_dump()
+        for key in left:
+            if left[key] != right.get(key):
+                return f"{_describe(made)}: {key}: {left[key]!r} != {right.get(key)!r}"
+    return None
+
+
+class ReplayError(ValueError):
+    """A replay that cannot be done (bad file, no snapshot, version or config
+    mismatch); the message is one line for the user."""
+
+
+@dataclass(slots=True)
+class RunStats:
+    """What one replay run did: counts, job times (ns), rejected events."""
+
+    events: int = 0
+    decisions: dict[str, int] = field(default_factory=dict)
+    submits: dict[int, int] = field(default_factory=dict)
+    starts: dict[int, int] = field(default_factory=dict)
+    rejected: list[str] = field(default_factory=list)
+    rejected_count: int = 0
+
+    def mean_wait_s(self) -> float:
+        """Mean wait (s) of the jobs that started in this run."""
+        waits = [
+            (start - self.submits[jobid]) / NS
+            for jobid, start in self.starts.items()
+            if jobid in self.submits
+        ]
+        return statistics.fmean(waits) if waits else 0.0
+
+
+@dataclass(slots=True)
+class ReplayResult:
+    """The outcome of ``replay``.
+
+    Attributes:
+        snapshot_line, snapshot_ts: the snapshot the replay started from.
+        stats: the replayed run (the alternative one in a what-if).
+        base: the base run of a what-if (None otherwise).
+        mismatches: the first ``MAX_SHOWN`` verification mismatches, one line each.
+        mismatch_count: all of them.
+        paused_at: ts where a non-interactive run stopped at ``pause_at``, else None.
+        pause_summary: the state summary printed there.
+        wall_s: seconds the replay took.
+    """
+
+    snapshot_line: int
+    snapshot_ts: int
+    stats: RunStats
+    base: RunStats | None = None
+    mismatches: list[str] = field(default_factory=list)
+    mismatch_count: int = 0
+    paused_at: int | None = None
+    pause_summary: str = ""
+    wall_s: float = 0.0
+
+
+@dataclass(frozen=True, slots=True)
+class ReplayOptions:
+    """The simulation driver's options (``xce-sched replay``).
+
+    Attributes:
+        start_ts: start from the latest snapshot at or before this ns (None: the first).
+        speed: 0 as fast as possible; N > 0 replays N× real time (1: real time).
+        pause_at: stop at this ns with a state summary (None: never).
+        verify: compare every decision with the recorded one.
+        alt_events: a file whose events replace the base file's (what-if).
+        force: go on despite a version or configuration-hash mismatch.
+    """
+
+    start_ts: int | None = None
+    speed: float = 0.0
+    pause_at: int | None = None
+    verify: bool = False
+    alt_events: Path | None = None
+    force: bool = False
+
+
+def _header(path: Path, lines: Iterator[Line], force: bool) -> Header:
+    first = next(lines, None)
+    if first is None:
+        raise ReplayError(f"{path}: empty file, no HEADER")
+    if first.type != "HEADER":
+        raise ReplayError(f"{path}:{first.number}: the first line is {first.type}, not HEADER")
+    try:
+        header = Header.model_validate(first.data)
+    except ValidationError as exc:
+        error = exc.errors()[0]
+        where = ".".join(str(p) for p in error["loc"])
+        raise ReplayError(f"{path}:1: HEADER {where}: {error['msg']}") from None
+    major = header.version.split(".")[0]
+    if major != RECORDING_VERSION.split(".")[0] and not force:
+        raise ReplayError(
+            f"{path}: recording format {header.version} is not {RECORDING_VERSION}, "
+            "the one this scheduler replays (--force to try anyway)"
+        )
+    return header
+
+
+def _find_snapshot(path: Path, start_ts: int | None, force: bool) -> tuple[Header, Line, int]:
+    """The HEADER, the snapshot line to start from, and the first snapshot's config hash
+    check. Reads the file up to the first snapshot after ``start_ts``."""
+    lines = read_lines(path)
+    header = _header(path, lines, force)
+    chosen: Line | None = None
+    first: Line | None = None
+    for line in lines:
+        if line.type == "HEADER":
+            raise ReplayError(f"{path}:{line.number}: a second HEADER")
+        if line.type != "SNAPSHOT":
+            continue
+        if first is None:
+            first = line
+        if start_ts is not None and line.ts > start_ts:
+            break
+        chosen = line
+        if start_ts is None:
+            break
+    if first is None:
+        raise ReplayError(f"{path}: no SNAPSHOT line to start from")
+    if chosen is None:
+        raise ReplayError(
+            f"{path}: no snapshot at or before {format_ts(start_ts or 0)}; "
+            f"the first is at {format_ts(first.ts)} (line {first.number})"
+        )
+    try:
+        config = CoreSnapshot.model_validate(first.data["data"]).config
+    except (ValidationError, KeyError, TypeError):
+        raise ReplayError(
+            f"{path}:{first.number}: the SNAPSHOT holds no valid core state"
+        ) from None
+    if config_hash(config) != header.config_hash and not force:
+        raise ReplayError(
+            f"{path}: the HEADER's configuration hash does not match the configuration of "
+            f"its first snapshot (line {first.number}): the file was edited or mixed "
+            "(--force to replay anyway)"
+        )
+    return header, chosen, first.number
+
+
+def _events_after(path: Path, after_line: int) -> Iterator[Line]:
+    for line in read_lines(path):
+        if line.number > after_line:
+            yield line
+
+
+def _state_summary(core: SchedCore, stats: RunStats) -> str:
+    jobs = core.state.jobs.values()
+    count = {state: 0 for state in (JobState.PEND, JobState.RUN, JobState.SUSP)}
+    for job in jobs:
+        count[job.state] += 1
+    hosts = core.state.host_order
+    used = sum(h.used for h in hosts)
+    decisions = ", ".join(f"{op} {n}" for op, n in sorted(stats.decisions.items())) or "none"
+    return (
+        f"{format_ts(core.last_ts)}: {stats.events} events replayed; jobs pending "
+        f"{count[JobState.PEND]}, running {count[JobState.RUN]}, suspended "
+        f"{count[JobState.SUSP]}; {len(hosts)} hosts, {used}/{core.state.capacity} slots "
+        f"used; decisions {decisions}"
+    )
+
+
+class _Run:
+    """One pass of events through one core, with optional verification."""
+
+    def __init__(
+        self,
+        snapshot: CoreSnapshot,
+        path: Path,
+        registry: PluginRegistry | None,
+        verify: bool,
+        tolerate_rejects: bool,
+    ) -> None:
+        self.made: list[Decision] = []
+        self.core = load_snapshot(snapshot, on_decision=self.made.append, registry=registry)
+        self.path = path
+        self.verify = verify
+        self.tolerate_rejects = tolerate_rejects
+        self.stats = RunStats()
+        self.stats.submits = {job.jobid: job.submit_ts for job in snapshot.jobs}
+        self.mismatches: list[str] = []
+        self.mismatch_count = 0
+        self._event: Line | None = None
+        self._recorded: list[Line] = []
+
+    def _mismatch(self, text: str) -> None:
+        self.mismatch_count += 1
+        if len(self.mismatches) < MAX_SHOWN:
+            self.mismatches.append(text)
+
+    def push(self, line: Line) -> None:
+        """Push one event line (after settling the previous event's decisions)."""
+        self.settle()
+        try:
+            event: CoreEvent = EVENT_ADAPTER.validate_python(line.data)
+        except ValidationError as exc:
+            error = exc.errors()[0]
+            where = ".".join(str(p) for p in error["loc"][1:])
+            raise ReplayError(
+                f"{self.path}:{line.number}: {line.type} {where}: {error['msg']}"
+            ) from None
+        if event.ts < self.core.last_ts:
+            raise ReplayError(
+                f"{self.path}:{line.number}: {line.type} at {format_ts(event.ts)} goes back "
+                f"in time from {format_ts(self.core.last_ts)}"
+            )
+        try:
+            self.core.push_event(event)
+        except EventError as exc:
+            self.stats.rejected_count += 1
+            text = f"line {line.number}: {exc}"
+            if len(self.stats.rejected) < MAX_SHOWN:
+                self.stats.rejected.append(text)
+            if not self.tolerate_rejects:
+                self._mismatch(f"{format_ts(event.ts)} {text}")
+            self.made.clear()
+            return
+        self.stats.events += 1
+        if isinstance(event, JobsPush):
+            for job in event.payload.jobs:
+                self.stats.submits[job.jobid] = job.submit_ts
+        self._event = line
+
+    def record(self, line: Line) -> None:
+        """Take a recorded DECISION line that follows the current event."""
+        if self.verify:
+            self._recorded.append(line)
+
+    def check_snapshot(self, line: Line) -> None:
+        """Compare a recorded periodic SNAPSHOT with the replayed state."""
+        if not self.verify:
+            return
+        self.settle()
+        mine = save_snapshot(self.core).model_dump(mode="json")
+        theirs = line.data.get("data", {})
+        for key in mine:
+            if key != "clock" and mine[key] != theirs.get(key):
+                self._mismatch(
+                    f"{format_ts(line.ts)} line {line.number} SNAPSHOT: {key} differs "
+                    "from the replayed state"
+                )
+                return
+
+    def settle(self) -> None:
+        """Account for (and verify) the decisions of the last event pushed."""
+        made = self.made.copy()  # the core appends to this very list
+        self.made.clear()
+        for decision in made:
+            ops = self.stats.decisions
+            ops[decision.op] = ops.get(decision.op, 0) + 1
+            if isinstance(decision, Dispatch):
+                self.stats.starts[decision.jobid] = decision.ts
+        if self.verify and self._event is not None:
+            self._compare(self._event, made, self._recorded)
+        self._recorded = []
+        self._event = None
+
+    def _compare(self, event: Line, made: list[Decision], recorded: list[Line]) -> None:
+        for index in range(max(len(made), len(recorded))):
+            mine = made[index] if index < len(made) else None
+            line = recorded[index] if index < len(recorded) else None
+            # Fast path: the line this writer would have written for our decision.
+            if mine is not None and line is not None:
+                tail = b"%s}" % mine.model_dump_json().encode()
+                if line.raw.rstrip(b"\r\n").endswith(tail):
+                    continue
+            self._compare_one(event, index, mine, line)
+
+    def _compare_one(
+        self, event: Line, index: int, mine: Decision | None, line: Line | None
+    ) -> None:
+        context = f"{format_ts(event.ts)} line {event.number} {event.type} decision #{index + 1}"
+        if line is None:
+            assert mine is not None
+            self._mismatch(f"{context}: extra: made {_describe(mine)}, not recorded")
+            return
+        try:
+            theirs = parse_decision(line.data.get("payload"))  # type: ignore[arg-type]
+        except ValidationError as exc:
+            error = exc.errors()[0]
+            where = ".".join(str(p) for p in error["loc"])
+            raise ReplayError(
+                f"{self.path}:{line.number}: DECISION {where}: {error['msg']}"
+            ) from None
+        if mine is None:
+            self._mismatch(
+                f"{context}: missing: recorded {_describe(theirs)} (line {line.number}), not made"
+            )
+            return
+        why = decision_diff(theirs, mine)
+        if why is not None:
+            self._mismatch(f"{context} (line {line.number}): {why}")
+
+
+def _pace(speed: float, first_ts: int | None, ts: int, wall_start: float) -> None:
+    """Wait until wall time catches up with ``ts`` at ``speed`` (the driver waits)."""
+    if speed <= 0 or first_ts is None:
+        return
+    due = wall_start + (ts - first_ts) / NS / speed
+    delay = due - time.monotonic()
+    if delay > 0:
+        time.sleep(delay)
+
+
+def _replay_events(
+    run: _Run,
+    lines: Iterator[Line],
+    options: ReplayOptions,
+    pause: Callable[[str], bool] | None,
+    result: ReplayResult,
+    source: Path,
+) -> None:
+    wall_start = time.monotonic()
+    first_ts: int | None = None
+    paused = False
+    for line in lines:
+        kind = line.type
+        if kind == "DECISION":
+            run.record(line)
+            continue
+        if kind == "SNAPSHOT":
+            run.check_snapshot(line)
+            continue
+        if kind == "HEADER":
+            raise ReplayError(f"{source}:{line.number}: a second HEADER")
+        if line.ts < result.snapshot_ts:
+            raise ReplayError(
+                f"{source}:{line.number}: {kind} at {format_ts(line.ts)} is before the "
+                f"snapshot at {format_ts(result.snapshot_ts)}"
+            )
+        if options.pause_at is not None and not paused and line.ts > options.pause_at:
+            run.settle()
+            paused = True
+            summary = _state_summary(run.core, run.stats)
+            if pause is None or not pause(summary):
+                result.paused_at = options.pause_at
+                result.pause_summary = summary
+                return
+        first_ts = line.ts if first_ts is None else first_ts
+        _pace(options.speed, first_ts, line.ts, wall_start)
+        run.push(line)
+    run.settle()
+
+
+def replay(
+    path: str | Path,
+    options: ReplayOptions = ReplayOptions(),
+    *,
+    registry: PluginRegistry | None = None,
+    pause: Callable[[str], bool] | None = None,
+) -> ReplayResult:
+    """Replay a recording (Req 10 AC 11-14).
+
+    Args:
+        path: the recording (``.jsonl`` or ``.jsonl.gz``).
+        options: start point, pacing, pause, verification, what-if file.
+        registry: plugins; default: the built-ins.
+        pause: called with the state summary at ``options.pause_at``; returns True
+            to go on. None (non-interactive): the replay stops there.
+
+    Raises:
+        ReplayError: bad file (with its line number), no usable snapshot, version or
+            configuration mismatch (unless ``force``), time going backwards, an
+            alternative file starting before the snapshot.
+    """
+    path = Path(path)
+    started = time.perf_counter()
+    try:
+        header, snapshot_line, _ = _find_snapshot(path, options.start_ts, options.force)
+        try:
+            snapshot = CoreSnapshot.model_validate(snapshot_line.data.get("data"))
+        except ValidationError as exc:
+            error = exc.errors()[0]
+            where = ".".join(str(p) for p in error["loc"])
+            raise ReplayError(
+                f"{path}:{snapshot_line.number}: SNAPSHOT data.{where}: {error['msg']}"
+            ) from None
+        result = ReplayResult(snapshot_line.number, snapshot_line.ts, RunStats())
+        if options.alt_events is None:
+            run = _Run(snapshot, path, registry, options.verify, tolerate_rejects=False)
+            _replay_events(
+                run, _events_after(path, snapshot_line.number), options, pause, result, path
+            )
+        else:
+            alt = Path(options.alt_events)
+            base = _Run(snapshot, path, registry, verify=False, tolerate_rejects=False)
+            _replay_events(
+                base, _events_after(path, snapshot_line.number), options, None, result, path
+            )
+            result.base = base.stats
+            run = _Run(snapshot, alt, registry, options.verify, tolerate_rejects=True)
+            _replay_events(run, _alt_lines(alt, header, options.force), options, pause, result, alt)
+    except SnapshotError as exc:
+        raise ReplayError(f"{path}: {exc}") from None
+    except RecordingError as exc:
+        raise ReplayError(str(exc)) from None
+    result.stats = run.stats
+    result.mismatches = run.mismatches
+    result.mismatch_count = run.mismatch_count
+    result.wall_s = time.perf_counter() - started
+    return result
+
+
+def _alt_lines(path: Path, base: Header, force: bool) -> Iterator[Line]:
+    """The event lines of an alternative-events file (its HEADER, if any, checked)."""
+    for line in read_lines(path):
+        if line.type == "HEADER":
+            if line.number == 1 and line.data.get("config_hash") != base.config_hash and not force:
+                raise ReplayError(
+                    f"{path}: its configuration hash differs from the base recording's "
+                    "(--force to replay anyway)"
+                )
+            continue
+        if line.type in ("SNAPSHOT", "DECISION"):
+            continue
+        yield line
+
+
+def moved_jobs(base: RunStats, alt: RunStats) -> list[tuple[int, int | None, int | None]]:
+    """Jobs whose start differs between the runs: (jobid, base start, alt start), ns."""
+    jobids = sorted(set(base.starts) | set(alt.starts))
+    return [
+        (jobid, base.starts.get(jobid), alt.starts.get(jobid))
+        for jobid in jobids
+        if base.starts.get(jobid) != alt.starts.get(jobid)
+    ]
+
+
+def interactive_pause(summary: str) -> bool:
+    """Print the summary and wait for Enter on a terminal (True: go on)."""
+    print(f"paused at {summary}", file=sys.stderr)
+    try:
+        input("press Enter to continue, Ctrl-D to stop: ")
+    except EOFError:
+        return False
+    return True
+
+
+def as_dict(result: ReplayResult) -> dict[str, Any]:
+    """A JSON-ready summary of a replay."""
+    stats = result.stats
+    out: dict[str, Any] = {
+        "snapshot_line": result.snapshot_line,
+        "snapshot_ts": result.snapshot_ts,
+        "events": stats.events,
+        "decisions": dict(sorted(stats.decisions.items())),
+        "rejected_events": stats.rejected_count,
+        "mismatches": result.mismatch_count,
+        "mean_wait_s": round(stats.mean_wait_s(), 3),
+        "wall_s": round(result.wall_s, 3),
+    }
+    if result.base is not None:
+        out["base_mean_wait_s"] = round(result.base.mean_wait_s(), 3)
+        out["jobs_moved"] = len(moved_jobs(result.base, stats))
+    return out
