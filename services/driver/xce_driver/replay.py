@@ -15,13 +15,17 @@ so is a periodic SNAPSHOT the replayed state does not reproduce.
 
 With ``alt_events`` (AC 14) the snapshot comes from the base recording and the events
 from the alternative file: a what-if. Both runs are replayed and compared: which
-jobs started at another time, and the mean wait before and after. Alternative events
-that no longer apply to the what-if state (a finish for a job that has not started
-there) are counted and shown, not pushed.
+jobs started at another time, and the mean wait before and after. A job that ran in
+the base run keeps its run time in the what-if: its recorded end is dropped and it
+ends that long after it starts there (with a round at that instant, as the cluster
+emulator does), so an earlier or later start moves its end too. Alternative events
+that no longer apply to the what-if state are counted and shown, not pushed.
 """
 
 from __future__ import annotations
 
+import heapq
+import itertools
 import statistics
 import sys
 import time
@@ -38,18 +42,20 @@ from xce_core.plugins import PluginRegistry
 from xce_core.snapshot import SnapshotError, load_snapshot, save_snapshot
 from xce_schemas import (
     RECORDING_VERSION,
+    BeginRound,
     CoreEvent,
     Decision,
     Dispatch,
     Header,
     JobsPush,
     JobState,
+    JobStateChange,
     Pend,
     config_hash,
     job_alloc_diff,
     parse_decision,
 )
-from xce_schemas.events import EVENT_ADAPTER
+from xce_schemas.events import EVENT_ADAPTER, JobStateChangePayload
 from xce_schemas.snapshot import CoreSnapshot
 
 from xce_driver.recording import Line, RecordingError, read_lines
@@ -58,6 +64,8 @@ NS = 1_000_000_000
 
 #: Mismatch lines kept in full; the rest are only counted.
 MAX_SHOWN = 50
+
+_ENDED = (JobState.DONE, JobState.EXIT)
 
 
 def format_ts(ts: int) -> str:
@@ -115,6 +123,7 @@ class RunStats:
     decisions: dict[str, int] = field(default_factory=dict)
     submits: dict[int, int] = field(default_factory=dict)
     starts: dict[int, int] = field(default_factory=dict)
+    ends: dict[int, int] = field(default_factory=dict)
     rejected: list[str] = field(default_factory=list)
     rejected_count: int = 0
 
@@ -281,6 +290,11 @@ class _Run:
         self.mismatch_count = 0
         self._event: Line | None = None
         self._recorded: list[Line] = []
+        # What-if: jobs whose end follows their start here, by their recorded run time.
+        self.retime: dict[int, int] = {}
+        self._ends: list[tuple[int, int, int]] = []  # (end ts, order, jobid)
+        self._order = itertools.count()
+        self._round_owed: int | None = None
 
     def _mismatch(self, text: str) -> None:
         self.mismatch_count += 1
@@ -303,22 +317,63 @@ class _Run:
                 f"{self.path}:{line.number}: {line.type} at {format_ts(event.ts)} goes back "
                 f"in time from {format_ts(self.core.last_ts)}"
             )
+        if (
+            isinstance(event, JobStateChange)
+            and event.payload.jobid in self.retime
+            and event.payload.state in (JobState.DONE, JobState.EXIT)
+        ):
+            return  # this job's end is re-timed from its start in this run
+        if self._push_event(event, f"line {line.number}"):
+            self._event = line
+
+    def _push_event(self, event: CoreEvent, where: str) -> bool:
         try:
             self.core.push_event(event)
         except EventError as exc:
             self.stats.rejected_count += 1
-            text = f"line {line.number}: {exc}"
+            text = f"{where}: {exc}"
             if len(self.stats.rejected) < MAX_SHOWN:
                 self.stats.rejected.append(text)
             if not self.tolerate_rejects:
                 self._mismatch(f"{format_ts(event.ts)} {text}")
             self.made.clear()
-            return
+            return False
         self.stats.events += 1
         if isinstance(event, JobsPush):
             for job in event.payload.jobs:
                 self.stats.submits[job.jobid] = job.submit_ts
-        self._event = line
+        elif isinstance(event, JobStateChange) and event.payload.state in _ENDED:
+            self.stats.ends[event.payload.jobid] = event.ts
+        return True
+
+    def inject_until(self, ts: int | None) -> None:
+        """Push the re-timed ends due by ``ts`` (None: all), each instant's ends
+        followed by a round at that instant, as the emulator does; the round of the
+        instant ``ts`` itself is owed until an event of a later instant comes."""
+        if self._round_owed is not None and (ts is None or ts > self._round_owed):
+            self._round(self._round_owed)
+        while self._ends and (ts is None or self._ends[0][0] <= ts):
+            instant = self._ends[0][0]
+            while self._ends and self._ends[0][0] == instant:
+                _, _, jobid = heapq.heappop(self._ends)
+                self.settle()
+                payload = JobStateChangePayload(jobid=jobid, state=JobState.DONE)
+                self._push_event(JobStateChange(ts=instant, payload=payload), "re-timed end")
+            if ts is not None and instant == ts:
+                self._round_owed = instant
+                return
+            self._round(instant)
+
+    def covers_round(self, line: Line) -> None:
+        """A recorded BEGIN_ROUND at the owed instant pays the owed round."""
+        if line.type == "BEGIN_ROUND" and line.ts == self._round_owed:
+            self._round_owed = None
+
+    def _round(self, instant: int) -> None:
+        self._round_owed = None
+        self.settle()
+        self._push_event(BeginRound(ts=instant), "re-timed round")
+        self.settle()
 
     def record(self, line: Line) -> None:
         """Take a recorded DECISION line that follows the current event."""
@@ -349,6 +404,10 @@ class _Run:
             ops[decision.op] = ops.get(decision.op, 0) + 1
             if isinstance(decision, Dispatch):
                 self.stats.starts[decision.jobid] = decision.ts
+                run_ns = self.retime.get(decision.jobid)
+                if run_ns is not None:
+                    end = (decision.ts + run_ns, next(self._order), decision.jobid)
+                    heapq.heappush(self._ends, end)
         if self.verify and self._event is not None:
             self._compare(self._event, made, self._recorded)
         self._recorded = []
@@ -437,8 +496,11 @@ def _replay_events(
                 return
         first_ts = line.ts if first_ts is None else first_ts
         _pace(options.speed, first_ts, line.ts, wall_start)
+        run.inject_until(line.ts)
+        run.covers_round(line)
         run.push(line)
     run.settle()
+    run.inject_until(None)
 
 
 def replay(
@@ -488,6 +550,11 @@ def replay(
             )
             result.base = base.stats
             run = _Run(snapshot, alt, registry, options.verify, tolerate_rejects=True)
+            run.retime = {
+                jobid: base.stats.ends[jobid] - start
+                for jobid, start in base.stats.starts.items()
+                if jobid in base.stats.ends
+            }
             _replay_events(run, _alt_lines(alt, header, options.force), options, pause, result, alt)
     except SnapshotError as exc:
         raise ReplayError(f"{path}: {exc}") from None
@@ -501,7 +568,8 @@ def replay(
 
 
 def _alt_lines(path: Path, base: Header, force: bool) -> Iterator[Line]:
-    """The event lines of an alternative-events file (its HEADER, if any, checked)."""
+    """The event and decision lines of an alternative-events file (its HEADER, if any,
+    checked; its snapshots ignored)."""
     for line in read_lines(path):
         if line.type == "HEADER":
             if line.number == 1 and line.data.get("config_hash") != base.config_hash and not force:
@@ -510,9 +578,9 @@ def _alt_lines(path: Path, base: Header, force: bool) -> Iterator[Line]:
                     "(--force to replay anyway)"
                 )
             continue
-        if line.type in ("SNAPSHOT", "DECISION"):
-            continue
-        yield line
+        if line.type == "SNAPSHOT":
+            continue  # the what-if starts from the base file's snapshot
+        yield line  # events, and recorded decisions for --sim-verify
 
 
 def moved_jobs(base: RunStats, alt: RunStats) -> list[tuple[int, int | None, int | None]]:

@@ -1,0 +1,403 @@
+"""xce-sched replay: deterministic replay, verification that says what differs,
+start points, pause, what-if, and bad recordings (Req 10 AC 10-15; alloc-equality Req 4-5)."""
+
+from __future__ import annotations
+
+import gzip
+from pathlib import Path
+
+import orjson
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from xce_driver.cli import main
+from xce_driver.recording import RecordingWriter, read_lines
+from xce_driver.replay import ReplayError, ReplayOptions, moved_jobs, replay
+from xce_driver.simulate import run_simulation
+from xce_driver.workloads.lublin import generate_lublin
+from xce_driver.workloads.mapping import map_trace
+from xce_driver.workloads.swf import read_swf
+
+NS = 1_000_000_000
+
+
+def record(
+    path: Path, *, jobs: int = 300, hosts: int = 32, interval: int = 0, seed: int = 2
+) -> Path:
+    workload = map_trace(generate_lublin(n_jobs=jobs, nodes=hosts, seed=seed))
+    with RecordingWriter(path) as writer:
+        run_simulation(workload, source="test", recording=writer, snapshot_interval=interval)
+    return path
+
+
+def lines_of(path: Path) -> list[dict]:
+    return [line.data for line in read_lines(path)]
+
+
+def write_lines(path: Path, lines: list[dict]) -> Path:
+    path.write_bytes(b"".join(orjson.dumps(line) + b"\n" for line in lines))
+    return path
+
+
+@pytest.mark.parametrize("name", ["run.jsonl", "run.jsonl.gz"], ids=["plain JSONL", "gzip JSONL"])
+def test_a_recording_replayed_against_itself_has_no_mismatch(tmp_path: Path, name: str) -> None:
+    path = record(tmp_path / name, interval=97)
+    result = replay(path, ReplayOptions(verify=True))
+    assert result.mismatch_count == 0 and result.mismatches == []
+    recorded = [line for line in lines_of(path) if line["type"] == "DECISION"]
+    ops: dict[str, int] = {}
+    for line in recorded:
+        ops[line["payload"]["op"]] = ops.get(line["payload"]["op"], 0) + 1
+    assert result.stats.decisions == ops and ops["DISPATCH"] == 300
+    assert sum(line["type"] == "SNAPSHOT" for line in lines_of(path)) > 5
+
+
+def test_from_is_the_recorded_begin_round_in_whole_seconds(tmp_path: Path) -> None:
+    lines = lines_of(record(tmp_path / "r.jsonl"))
+    round_ts = None
+    checked = 0
+    for line in lines:
+        if line["type"] == "BEGIN_ROUND":
+            round_ts = line["ts"]
+        elif line["type"] == "DECISION" and line["payload"]["op"] == "DISPATCH":
+            for host in line["payload"]["alloc"]["hosts"]:
+                assert {a["from"] for a in host["allocs"]} == {round_ts // NS}
+                checked += 1
+        elif line["type"] != "DECISION":
+            round_ts = None
+    assert checked >= 300
+
+
+def tamper(tmp_path: Path, change) -> Path:  # type: ignore[no-untyped-def]
+    lines = lines_of(record(tmp_path / "base.jsonl"))
+    change(lines)
+    return write_lines(tmp_path / "tampered.jsonl", lines)
+
+
+def nth_decision(lines: list[dict], op: str, n: int = 0) -> dict:
+    return [line for line in lines if line["type"] == "DECISION" and line["payload"]["op"] == op][n]
+
+
+def test_a_changed_allocation_is_reported_with_its_first_difference(tmp_path: Path) -> None:
+    def change(lines: list[dict]) -> None:
+        dispatch = nth_decision(lines, "DISPATCH", 3)["payload"]
+        dispatch["alloc"]["hosts"][0]["host"] = "h999"
+
+    result = replay(tamper(tmp_path, change), ReplayOptions(verify=True))
+    assert result.mismatch_count == 1
+    text = result.mismatches[0]
+    assert "BEGIN_ROUND decision #" in text and "ts=" in text
+    assert "alloc.hosts[0] (h999).host: 'h999' != " in text
+
+
+def test_from_is_compared_and_instid_is_not(tmp_path: Path) -> None:
+    def renumber(lines: list[dict]) -> None:
+        for line in lines:
+            if line["type"] == "DECISION" and line["payload"]["op"] == "DISPATCH":
+                for host in line["payload"]["alloc"]["hosts"]:
+                    for alloc in host["allocs"]:
+                        alloc["instid"] += 1000
+
+    assert replay(tamper(tmp_path, renumber), ReplayOptions(verify=True)).mismatch_count == 0
+
+    def shift_from(lines: list[dict]) -> None:
+        nth_decision(lines, "DISPATCH", 5)["payload"]["alloc"]["hosts"][0]["allocs"][0]["from"] -= 1
+
+    (tmp_path / "tampered.jsonl").unlink()
+    result = replay(tamper(tmp_path, shift_from), ReplayOptions(verify=True))
+    assert result.mismatch_count == 1 and ".allocs[0] (slots).from: " in result.mismatches[0]
+
+
+def test_pend_compares_job_and_main_reason_only(tmp_path: Path) -> None:
+    def detail(lines: list[dict]) -> None:
+        nth_decision(lines, "PEND")["payload"]["reason"]["hosts"] = [
+            {"host": "h1", "code": "HOST_CLOSED"}
+        ]
+
+    assert replay(tamper(tmp_path, detail), ReplayOptions(verify=True)).mismatch_count == 0
+
+    def main_code(lines: list[dict]) -> None:
+        nth_decision(lines, "PEND")["payload"]["reason"]["main"] = "NO_HOSTS"
+
+    (tmp_path / "tampered.jsonl").unlink()
+    result = replay(tamper(tmp_path, main_code), ReplayOptions(verify=True))
+    assert result.mismatch_count == 1
+    assert "main reason NO_HOSTS != NOT_ENOUGH_SLOTS" in result.mismatches[0]
+
+
+def test_missing_and_extra_decisions_are_reported(tmp_path: Path) -> None:
+    def drop(lines: list[dict]) -> None:
+        lines.remove(nth_decision(lines, "DISPATCH", 2))
+
+    result = replay(tamper(tmp_path, drop), ReplayOptions(verify=True))
+    assert result.mismatch_count >= 1
+    assert any("extra: made DISPATCH job" in text for text in result.mismatches)
+
+    def add(lines: list[dict]) -> None:
+        extra = dict(nth_decision(lines, "NEW_SESSION", 1))
+        lines.insert(lines.index(nth_decision(lines, "NEW_SESSION", 1)) + 1, extra)
+
+    (tmp_path / "tampered.jsonl").unlink()
+    result = replay(tamper(tmp_path, add), ReplayOptions(verify=True))
+    assert any("missing: recorded NEW_SESSION" in text for text in result.mismatches)
+
+
+def test_cli_exit_status_says_whether_anything_differs(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = record(tmp_path / "r.jsonl")
+    assert main(["replay", str(path), "--sim-verify", "--report", str(tmp_path / "rep.json")]) == 0
+    assert "0 mismatches" in capsys.readouterr().out
+    report = orjson.loads((tmp_path / "rep.json").read_bytes())
+    assert report["mismatches"] == 0 and report["decisions"]["DISPATCH"] == 300
+
+    def change(lines: list[dict]) -> None:
+        nth_decision(lines, "DISPATCH", 1)["payload"]["jobid"] += 100000
+
+    bad = tamper(tmp_path, change)
+    assert main(["replay", str(bad), "--sim-verify"]) == 1
+    out = capsys.readouterr().out
+    assert "MISMATCH ts=" in out and "recorded DISPATCH job" in out
+
+
+def test_start_from_a_later_snapshot(tmp_path: Path) -> None:
+    path = record(tmp_path / "r.jsonl", interval=50)
+    snapshots = [line for line in read_lines(path) if line.type == "SNAPSHOT"]
+    target = snapshots[4]
+    result = replay(path, ReplayOptions(start_ts=target.ts + 1, verify=True))
+    later = [s for s in snapshots if s.ts <= target.ts + 1]
+    assert result.snapshot_line == later[-1].number
+    assert result.mismatch_count == 0
+    assert 0 < result.stats.events < replay(path).stats.events
+
+
+def test_no_snapshot_before_the_start(tmp_path: Path) -> None:
+    path = record(tmp_path / "r.jsonl")
+    first = next(line for line in read_lines(path) if line.type == "SNAPSHOT")
+    if first.ts == 0:
+        pytest.skip("the workload starts at time 0")
+    with pytest.raises(ReplayError, match="no snapshot at or before"):
+        replay(path, ReplayOptions(start_ts=first.ts - 1))
+
+
+@settings(
+    max_examples=8, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(st.data())
+def test_real_trace_continued_from_any_snapshot_matches_the_uninterrupted_run(
+    workloads_dir: Path, tmp_path_factory: pytest.TempPathFactory, data: st.DataObject
+) -> None:
+    path = tmp_path_factory.getbasetemp() / "sdsc-prefix.jsonl"
+    if not path.exists():
+        workload = map_trace(read_swf(workloads_dir / "SDSC-SP2-1998-4.2-cln.swf.gz"), max_jobs=600)
+        with RecordingWriter(path) as writer:
+            run_simulation(workload, source="sdsc", recording=writer, snapshot_interval=40)
+    stamps = sorted({line.ts for line in read_lines(path) if line.type == "SNAPSHOT"})
+    start = data.draw(st.sampled_from(stamps), label="start at the snapshot of this ts")
+    result = replay(path, ReplayOptions(start_ts=start, verify=True))
+    assert result.snapshot_ts == start
+    assert result.mismatch_count == 0, result.mismatches[:3]
+
+
+def test_pause_at_stops_a_non_interactive_run_with_a_summary(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = record(tmp_path / "r.jsonl")
+    events = [line for line in read_lines(path) if line.type == "BEGIN_ROUND"]
+    pause_ts = events[len(events) // 2].ts
+    result = replay(path, ReplayOptions(pause_at=pause_ts))
+    assert result.paused_at == pause_ts
+    assert "events replayed; jobs pending" in result.pause_summary
+    assert 0 < result.stats.events < replay(path).stats.events
+    seen: list[str] = []
+    resumed = replay(
+        path, ReplayOptions(pause_at=pause_ts), pause=lambda summary: seen.append(summary) or True
+    )
+    assert resumed.paused_at is None and len(seen) == 1
+    assert resumed.stats.events == replay(path).stats.events
+    assert main(["replay", str(path), "--sim-pause-at", str(pause_ts)]) == 0
+    assert "paused at ts=" in capsys.readouterr().out
+
+
+def test_speed_makes_the_driver_wait(tmp_path: Path) -> None:
+    lines = lines_of(record(tmp_path / "r.jsonl", jobs=3))
+    header, snapshot = lines[0], lines[1]
+    t0 = snapshot["ts"]
+    events = [
+        {"type": "BEGIN_ROUND", "ts": t0 + 1, "payload": {}},
+        {"type": "BEGIN_ROUND", "ts": t0 + 300 * NS, "payload": {}},
+    ]
+    path = write_lines(tmp_path / "paced.jsonl", [header, snapshot, *events])
+    fast = replay(path, ReplayOptions(speed=0))
+    paced = replay(path, ReplayOptions(speed=1000))  # 300 s of virtual time at 1000x
+    assert paced.wall_s >= 0.29 > fast.wall_s
+
+
+def test_what_if_reports_moved_starts_and_waits(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    base = record(tmp_path / "base.jsonl", jobs=200, hosts=16, seed=2)
+    lines = lines_of(base)
+    alt = [line for line in lines if line["type"] not in ("HEADER", "SNAPSHOT", "DECISION")]
+    # What if every job of 8 slots or more had top priority?
+    for line in alt:
+        if line["type"] == "JOBS_PUSH":
+            for job in line["payload"]["jobs"]:
+                job["priority"] = 100 if job["tasks"] >= 8 else 0
+    alt_path = write_lines(tmp_path / "alt.jsonl", alt)
+    result = replay(base, ReplayOptions(alt_events=alt_path))
+    assert result.base is not None
+    moved = moved_jobs(result.base, result.stats)
+    assert moved, "raising priorities moved no start"
+    assert result.base.mean_wait_s() != result.stats.mean_wait_s()
+    # Every job still runs as long as it did: its end moved with its start.
+    for jobid, start in result.stats.starts.items():
+        if jobid in result.base.ends and jobid in result.stats.ends:
+            run = result.base.ends[jobid] - result.base.starts[jobid]
+            assert result.stats.ends[jobid] - start == run
+    assert result.stats.rejected_count == 0
+    assert main(["replay", str(base), "--sim-alt-events", str(alt_path)]) == 0
+    out = capsys.readouterr().out
+    assert "what-if: jobs whose start moved" in out and "start ts=" in out
+
+
+def test_same_events_as_alternative_change_nothing(tmp_path: Path) -> None:
+    base = record(tmp_path / "base.jsonl")
+    result = replay(base, ReplayOptions(alt_events=base, verify=True))
+    assert result.base is not None and moved_jobs(result.base, result.stats) == []
+    assert result.mismatch_count == 0 and result.stats.rejected_count == 0
+
+
+def broken(tmp_path: Path, how: str) -> tuple[list[str], str]:
+    path = record(tmp_path / "r.jsonl", jobs=50)
+    raw = path.read_bytes().splitlines(keepends=True)
+    target = tmp_path / "bad.jsonl"
+    if how == "truncated":
+        target.write_bytes(b"".join(raw)[:-40])
+        return [str(target)], f"{target}:{len(raw)}: the file is truncated (last line incomplete)"
+    if how == "malformed":
+        raw[5] = b"{not json\n"
+        target.write_bytes(b"".join(raw))
+        return [str(target)], f"{target}:6: not JSON"
+    if how == "unknown type":
+        raw[5] = b'{"type":"TELEPORT","ts":5,"payload":{}}\n'
+        target.write_bytes(b"".join(raw))
+        return [str(target)], f"{target}:6: unknown line type 'TELEPORT'"
+    if how == "backwards":
+        events = [i for i, line in enumerate(raw) if b'"BEGIN_ROUND"' in line]
+        late = raw[events[-1]]
+        raw.insert(events[3], late)
+        target.write_bytes(b"".join(raw))
+        return [str(target)], "goes back in time"
+    if how == "version":
+        header = orjson.loads(raw[0])
+        header["version"] = "9.0"
+        raw[0] = orjson.dumps(header) + b"\n"
+        target.write_bytes(b"".join(raw))
+        return [str(target)], "recording format 9.0 is not 1.0"
+    if how == "config hash":
+        header = orjson.loads(raw[0])
+        header["config_hash"] = "sha256:" + "0" * 64
+        raw[0] = orjson.dumps(header) + b"\n"
+        target.write_bytes(b"".join(raw))
+        return [str(target)], "configuration hash does not match"
+    if how == "no snapshot":
+        target.write_bytes(raw[0] + b"".join(raw[2:]))
+        return [str(target)], "no SNAPSHOT line to start from"
+    if how == "no header":
+        target.write_bytes(b"".join(raw[1:]))
+        return [str(target)], f"{target}:1: the first line is SNAPSHOT, not HEADER"
+    if how == "alt before snapshot":
+        alt = tmp_path / "alt.jsonl"
+        alt.write_bytes(b'{"type":"BEGIN_ROUND","ts":0,"payload":{}}\n')
+        snapshot_ts = orjson.loads(raw[1])["ts"]
+        if snapshot_ts == 0:
+            alt.write_bytes(b'{"type":"BEGIN_ROUND","ts":0,"payload":{}}\n')
+        return [
+            str(path),
+            "--sim-alt-events",
+            str(alt),
+        ], "before the snapshot" if snapshot_ts else "ts=0"
+    if how == "bad event field":
+        events = [i for i, line in enumerate(raw) if b'"JOBS_PUSH"' in line]
+        event = orjson.loads(raw[events[0]])
+        event["payload"]["jobs"][0]["tasks"] = 0
+        raw[events[0]] = orjson.dumps(event) + b"\n"
+        target.write_bytes(b"".join(raw))
+        return [str(target)], f"{target}:{events[0] + 1}: JOBS_PUSH payload.jobs.0.tasks"
+    if how == "missing":
+        return [str(tmp_path / "nosuch.jsonl")], "nosuch.jsonl: no such file"
+    if how == "corrupt gzip":
+        gz = tmp_path / "bad.jsonl.gz"
+        gz.write_bytes(gzip.compress(b"".join(raw))[:-30])
+        return [str(gz)], "bad.jsonl.gz:"
+    raise AssertionError(how)
+
+
+CASES = [
+    "truncated",
+    "malformed",
+    "unknown type",
+    "backwards",
+    "version",
+    "config hash",
+    "no snapshot",
+    "no header",
+    "bad event field",
+    "missing",
+    "corrupt gzip",
+]
+
+
+@pytest.mark.parametrize(
+    "how",
+    CASES,
+    ids=[
+        "a truncated last line",
+        "a line that is not JSON",
+        "an unknown line type",
+        "an event whose ts goes backwards",
+        "another format version",
+        "a configuration hash that does not match",
+        "no snapshot",
+        "no header",
+        "an event field the schema refuses",
+        "a missing file",
+        "a corrupt gzip file",
+    ],
+)
+def test_bad_recording_is_one_error_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], how: str
+) -> None:
+    argv, message = broken(tmp_path, how)
+    assert main(["replay", *argv, "--sim-verify"]) == 2
+    out, err = capsys.readouterr()
+    assert out == "" and "Traceback" not in err
+    assert len(err.splitlines()) == 1 and err.startswith("xce-sched: error: ")
+    assert message in err
+
+
+@pytest.mark.parametrize(
+    "how", ["version", "config hash"], ids=["format version", "configuration hash"]
+)
+def test_force_replays_despite_a_header_mismatch(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], how: str
+) -> None:
+    argv, _ = broken(tmp_path, how)
+    assert main(["replay", *argv, "--force", "--sim-verify"]) == 0
+
+
+def test_alternative_events_before_the_snapshot_are_refused(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    lines = lines_of(record(tmp_path / "r.jsonl", jobs=20))
+    later = lines[1]["ts"] + 10 * NS
+    for line in lines[1:2]:
+        line["ts"] = later
+        line["data"]["ts"] = later
+    base = write_lines(tmp_path / "base.jsonl", [lines[0], lines[1]])
+    alt = write_lines(
+        tmp_path / "alt.jsonl", [{"type": "BEGIN_ROUND", "ts": later - NS, "payload": {}}]
+    )
+    assert main(["replay", str(base), "--sim-alt-events", str(alt), "--force"]) == 2
+    assert "is before the snapshot at" in capsys.readouterr().err
