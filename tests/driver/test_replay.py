@@ -172,12 +172,14 @@ def test_start_from_a_later_snapshot(tmp_path: Path) -> None:
 
 
 def test_no_snapshot_before_the_start(tmp_path: Path) -> None:
-    path = record(tmp_path / "r.jsonl")
-    first = next(line for line in read_lines(path) if line.type == "SNAPSHOT")
-    if first.ts == 0:
-        pytest.skip("the workload starts at time 0")
-    with pytest.raises(ReplayError, match="no snapshot at or before"):
-        replay(path, ReplayOptions(start_ts=first.ts - 1))
+    lines = lines_of(record(tmp_path / "r.jsonl", jobs=20))
+    later = 10 * NS
+    lines[1]["ts"] = lines[1]["data"]["ts"] = later
+    path = write_lines(tmp_path / "late.jsonl", lines[:2])
+    with pytest.raises(
+        ReplayError, match=r"no snapshot at or before ts=5 .*; the first is at ts=10000000000"
+    ):
+        replay(path, ReplayOptions(start_ts=5))
 
 
 @settings(
