@@ -31,9 +31,11 @@ SNAPSHOT_VERSION = 1
 
 
 class ObjectTable(WireModel):
-    """Shared immutable objects, each written once and referenced by its index."""
+    """Shared immutable objects, each written once and referenced by its index:
+    resource requests and pending reasons (many jobs share one)."""
 
     resreqs: tuple[str, ...] = ()
+    pend_reasons: tuple[PendingReason, ...] = ()
 
 
 class HostState(WireModel):
@@ -48,7 +50,7 @@ class HostState(WireModel):
 class JobStateDoc(WireModel):
     """A job the core holds (pending, running or suspended).
 
-    ``resreq`` is an index into ``ObjectTable.resreqs``; times are ns.
+    ``resreq`` and ``pend_reason`` are indexes into the object table; times are ns.
     """
 
     jobid: JobId
@@ -63,7 +65,7 @@ class JobStateDoc(WireModel):
     state: JobState
     alloc: JobAlloc | None = None
     rusage: dict[str, float] = Field(default_factory=dict)
-    pend_reason: PendingReason | None = None
+    pend_reason: int | None = Field(default=None, ge=0)
 
 
 class Counters(WireModel):

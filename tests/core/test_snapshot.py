@@ -255,6 +255,10 @@ def corrupt(change: Any) -> dict[str, Any]:
             r"jobs\[0\] \(job 1\)\.resreq: no object 5 in objects\.resreqs",
         ),
         (
+            lambda d: d["jobs"][2].update(pend_reason=9),
+            r"jobs\[2\] \(job 3\)\.pend_reason: no object 9 in objects\.pend_reasons",
+        ),
+        (
             lambda d: d["jobs"][1].update(alloc=None),
             r"jobs\[1\] \(job 2\)\.alloc: a RUN job must have one",
         ),
@@ -269,6 +273,7 @@ def corrupt(change: Any) -> dict[str, Any]:
         "job in an unknown queue",
         "used slots not held by running jobs",
         "dangling resreq reference",
+        "dangling pending-reason reference",
         "running job without allocation",
         "instance counter at 0",
         "hosts missing",

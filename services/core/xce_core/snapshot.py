@@ -15,7 +15,7 @@ from fractions import Fraction
 from typing import Any
 
 from pydantic import ValidationError
-from xce_schemas import Decision
+from xce_schemas import Decision, PendingReason
 from xce_schemas.events import QueueSpec
 from xce_schemas.snapshot import (
     SNAPSHOT_VERSION,
@@ -52,9 +52,13 @@ def save_snapshot(core: SchedCore) -> CoreSnapshot:
         raise RuntimeError("a snapshot cannot be taken inside a scheduling session")
     state = core.state
     resreq_ids: dict[str, int] = {}
+    reason_ids: dict[PendingReason, int] = {}  # equal reasons are one object on load
     jobs = []
     for j in state.jobs.values():
         resreq = resreq_ids.setdefault(j.resreq, len(resreq_ids))
+        reason = None
+        if j.pend_reason is not None:
+            reason = reason_ids.setdefault(j.pend_reason, len(reason_ids))
         jobs.append(
             JobStateDoc(
                 jobid=j.jobid,
@@ -69,13 +73,13 @@ def save_snapshot(core: SchedCore) -> CoreSnapshot:
                 state=j.state,
                 alloc=j.alloc,
                 rusage=j.rusage,
-                pend_reason=j.pend_reason,
+                pend_reason=reason,
             )
         )
     version, internal, gauss = core.prng.getstate()
     return CoreSnapshot(
         ts=core.last_ts,
-        objects=ObjectTable(resreqs=tuple(resreq_ids)),
+        objects=ObjectTable(resreqs=tuple(resreq_ids), pend_reasons=tuple(reason_ids)),
         config=state.config,
         queues=tuple(
             QueueSpec(
@@ -121,6 +125,10 @@ def _check(snapshot: CoreSnapshot) -> None:
             raise SnapshotError(f"{where}.queue: unknown queue {job.queue!r}")
         if job.resreq >= len(snapshot.objects.resreqs):
             raise SnapshotError(f"{where}.resreq: no object {job.resreq} in objects.resreqs")
+        if job.pend_reason is not None and job.pend_reason >= len(snapshot.objects.pend_reasons):
+            raise SnapshotError(
+                f"{where}.pend_reason: no object {job.pend_reason} in objects.pend_reasons"
+            )
         if (job.alloc is None) != (job.state.value == "PEND"):
             raise SnapshotError(f"{where}.alloc: a {job.state.value} job must have one")
         if job.alloc is not None and job.state.value == "RUN":
@@ -185,6 +193,7 @@ def load_snapshot(
         if h.used:
             state.take_slots(host, h.used)
     resreqs = snapshot.objects.resreqs
+    reasons = snapshot.objects.pend_reasons
     for j in snapshot.jobs:
         state.jobs[j.jobid] = Job(
             j.jobid,
@@ -199,7 +208,7 @@ def load_snapshot(
             j.state,
             j.alloc,
             dict(j.rusage),
-            j.pend_reason,
+            None if j.pend_reason is None else reasons[j.pend_reason],
         )
     state.resources = {r.name: r for r in snapshot.resources}
     state.resvals = {(v.resource, v.host or ""): v.value for v in snapshot.resvals}
