@@ -225,7 +225,7 @@ class Broken(BuiltinFcfs):
     def next_job(self) -> JobInfo | None:
         job = super().next_job()
         if job is not None and Broken.mode == "repeat":
-            self._last = None  # rewind: the same job again
+            self._index -= 1  # rewind: the same job again
         return job
 
     def on_dispatch(self, jobid: int) -> None:

@@ -50,7 +50,7 @@ from xce_schemas import (
 )
 from xce_schemas.events import ResourceType
 
-from xce_core.alloc.primary import Placement, allocate_primary, allocator_for
+from xce_core.alloc.primary import Placement, Unsatisfied, allocate_primary
 from xce_core.clock import Clock
 from xce_core.errors import ConfigError, EventError, PluginError, SessionCancelled
 from xce_core.in_tree import in_tree_registry
@@ -472,28 +472,29 @@ class SchedCore:
         emit(NewSession(ts=event.ts, session=session.number))
         picker = self.picker
         picker.begin_session()
+        jobs, tried, check_cancel = state.jobs, session.tried, self._check_cancel
         try:
             while True:
                 self._cancellable = True
                 info = picker.next_job()
                 if info is None:
                     break
-                job = self._session_job(info, session)
+                job = jobs.get(info.jobid)
+                if job is None or job.state is not JobState.PEND or job.jobid in tried:
+                    raise self._picker_bug(info, job)
+                tried[job.jobid] = None
                 outcome = allocate_primary(
-                    job,
-                    allocator_for(job),
-                    state.host_order,
-                    state.free_index,
-                    state.capacity,
-                    self._check_cancel,
+                    job, state.host_order, state.free_index, state.capacity, check_cancel
                 )
                 # From here the job's decision is made whole: no cancellation point.
                 self._cancellable = False
-                if isinstance(outcome, Placement):
+                if outcome.__class__ is Placement:
+                    assert isinstance(outcome, Placement)
                     alloc = self._commit(job, outcome, session)
                     picker.on_dispatch(job.jobid)
                     emit(Dispatch(ts=event.ts, jobid=job.jobid, alloc=alloc))
                 else:
+                    assert isinstance(outcome, Unsatisfied)
                     reason = self._reason(outcome.code)
                     last = job.pend_reason
                     # A PEND is news only when the reason changed (identity first).
@@ -508,18 +509,11 @@ class SchedCore:
             self._session = None
             picker.end_session()
 
-    def _session_job(self, info: JobInfo, session: SessionState) -> Job:
-        job = self.state.jobs.get(info.jobid)
+    def _picker_bug(self, info: JobInfo, job: Job | None) -> PluginError:
+        name = self.picker.name
         if job is None or job.state is not JobState.PEND:
-            raise PluginError(
-                f"picker {self.picker.name!r} returned job {info.jobid}, which is not pending"
-            )
-        if job.jobid in session.tried:
-            raise PluginError(
-                f"picker {self.picker.name!r} returned job {job.jobid} twice in one session"
-            )
-        session.tried[job.jobid] = None
-        return job
+            return PluginError(f"picker {name!r} returned job {info.jobid}, which is not pending")
+        return PluginError(f"picker {name!r} returned job {job.jobid} twice in one session")
 
     def _commit(self, job: Job, placement: Placement, session: SessionState) -> JobAlloc:
         """Debit the placement's slots and make the job's allocation record."""

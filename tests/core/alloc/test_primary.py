@@ -38,7 +38,7 @@ def job(tasks: int) -> Job:
 def allocate(state: ClusterState, tasks: int) -> Placement | Unsatisfied:
     allocator = SEQJOB if tasks == 1 else PARJOB
     return allocate_primary(
-        job(tasks), allocator, state.host_order, state.free_index, state.capacity, lambda: None
+        job(tasks), state.host_order, state.free_index, state.capacity, lambda: None, allocator
     )
 
 

@@ -124,23 +124,30 @@ def try_plan(host_iter: SlotHostIter, plan: AllocPlan) -> Placement | None:
     return None
 
 
+#: The outcomes that need no search, made once (outcomes are frozen values).
+_NO_HOSTS = Unsatisfied(PendingCode.NO_HOSTS, resolvable=False)
+_TOO_LARGE = Unsatisfied(PendingCode.JOB_LARGER_THAN_CLUSTER, resolvable=False)
+_SHORT = Unsatisfied(PendingCode.NOT_ENOUGH_SLOTS, resolvable=True)
+_NO_PLAN = Unsatisfied(PendingCode.NOT_ENOUGH_HOSTS_FOR_SPAN, resolvable=True)
+
+
 def allocate_primary(
     job: JobInfo,
-    allocator: Allocator,
     hosts: Sequence[HostInfo],
     index: FreeSlotIndex,
     capacity: int,
     check_cancel: Callable[[], None],
+    allocator: Allocator | None = None,
 ) -> Outcome:
     """Allocate ``job``'s slots: the composition algorithm of the spec (Reqs 2-4).
 
     Args:
         job: the job (``tasks`` slots).
-        allocator: proposes the plans.
         hosts: every host by position (host order).
         index: the free-slot index of ``hosts``.
         capacity: slots of every host, whatever its status.
         check_cancel: cancellation point, called before each plan and host.
+        allocator: proposes the plans; default ``allocator_for(job)``.
 
     Returns:
         ``Placement`` when a plan fits, else ``Unsatisfied`` with the reason:
@@ -150,13 +157,12 @@ def allocate_primary(
     Raises:
         SessionCancelled: the session was cancelled; nothing was changed.
     """
-    if not hosts:
-        return Unsatisfied(PendingCode.NO_HOSTS, resolvable=False)
-    if job.tasks > capacity:
-        return Unsatisfied(PendingCode.JOB_LARGER_THAN_CLUSTER, resolvable=False)
-    if index.total_free < job.tasks:
-        return Unsatisfied(PendingCode.NOT_ENOUGH_SLOTS, resolvable=True)
-    plans = allocator.plans(job)
+    tasks = job.tasks
+    if index.total_free < tasks:  # the common case on a busy cluster: decided in O(1)
+        if not hosts:
+            return _NO_HOSTS
+        return _TOO_LARGE if tasks > capacity else _SHORT
+    plans = (allocator or allocator_for(job)).plans(job)
     try:
         while (plan := plans.next()) is not None:
             check_cancel()
@@ -171,4 +177,4 @@ def allocate_primary(
                 return placement
     finally:
         plans.close()
-    return Unsatisfied(PendingCode.NOT_ENOUGH_HOSTS_FOR_SPAN, resolvable=True)
+    return _NO_PLAN

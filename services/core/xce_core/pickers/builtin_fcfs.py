@@ -71,8 +71,10 @@ class BuiltinFcfs(PickerBase):
         self._owner: dict[int, str] = {}  # jobid → queue name, every tracked job
         self._level_pos = 0
         self._lane = 0  # 0: the FCFS lane; i > 0: the (i-1)-th override
-        self._last: JobKey | None = None
+        self._order: list[JobKey] | None = None  # the FCFS lane of this level, this session
+        self._index = 0
         self._exhausted = False
+        self._overrides = 0  # queues served by an override picker
 
     # --- state-change hooks --------------------------------------------------------
 
@@ -111,6 +113,7 @@ class BuiltinFcfs(PickerBase):
             level = self._levels[-queue.priority] = _Level()
         if override is not None:
             level.overrides[queue.name] = override
+            self._overrides += 1
         for job in sorted(moved, key=_key):
             self._track(job)
 
@@ -151,7 +154,7 @@ class BuiltinFcfs(PickerBase):
         """Reset the cursor to the head of the highest-priority level."""
         self._level_pos = 0
         self._lane = 0
-        self._last = None
+        self._order = None
         self._exhausted = False
         for queue in self._queues.values():
             if queue.override is not None:
@@ -162,16 +165,24 @@ class BuiltinFcfs(PickerBase):
         if self._exhausted:
             return None
         levels = self._levels
+        keys = self._keys
         while self._level_pos < len(levels):
             self._view.check_cancel()
             level: _Level = levels.peekitem(self._level_pos)[1]
             if self._lane == 0:
-                lane = level.fcfs
-                index = 0 if self._last is None else lane.bisect_right(self._last)
-                if index < len(lane):
-                    self._last = lane[index]
-                    return self._jobs[self._last[2]]
+                if self._order is None:
+                    # The lane as it stands when the session reaches it: nothing joins
+                    # a lane during a session, and jobs that leave it are skipped.
+                    self._order = list(level.fcfs)
+                    self._index = 0
+                order = self._order
+                while self._index < len(order):
+                    key = order[self._index]
+                    self._index += 1
+                    if keys.get(key[2]) is key:
+                        return self._jobs[key[2]]
                 self._lane = 1
+                self._order = None
             overrides = level.overrides
             while self._lane <= len(overrides):
                 override: JobPicker = overrides.peekitem(self._lane - 1)[1]
@@ -181,7 +192,6 @@ class BuiltinFcfs(PickerBase):
                 self._lane += 1
             self._level_pos += 1
             self._lane = 0
-            self._last = None
         self._exhausted = True
         return None
 
@@ -198,9 +208,10 @@ class BuiltinFcfs(PickerBase):
 
     def on_pend(self, jobid: int) -> None:
         """Keep a pended job in place; an override picker hears of it."""
-        override = self._override_of(jobid)
-        if override is not None:
-            override.on_pend(jobid)
+        if self._overrides:
+            override = self._override_of(jobid)
+            if override is not None:
+                override.on_pend(jobid)
 
     def save_state(self) -> dict[str, Any]:
         """The override pickers' own states, by queue name.
@@ -275,6 +286,7 @@ class BuiltinFcfs(PickerBase):
         if queue.override is not None:
             del level.overrides[name]
             queue.override.fini()
+            self._overrides -= 1
         del self._queues[name]
         if not any(q.priority == queue.priority for q in self._queues.values()):
             del self._levels[-queue.priority]
