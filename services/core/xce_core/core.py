@@ -15,7 +15,7 @@ from __future__ import annotations
 import logging
 import random
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any, get_args
+from typing import Any, cast, get_args
 
 from pydantic import ValidationError
 from xce_schemas import (
@@ -113,7 +113,9 @@ class _View:
         return tuple(self._core.state.host_order)
 
     def check_cancel(self) -> None:
-        self._core._check_cancel()
+        core = self._core
+        if core._cancellable and core._session is not None and core._session.token.cancelled:
+            raise SessionCancelled
 
 
 class SchedCore:
@@ -489,13 +491,11 @@ class SchedCore:
                 # From here the job's decision is made whole: no cancellation point.
                 self._cancellable = False
                 if outcome.__class__ is Placement:
-                    assert isinstance(outcome, Placement)
                     alloc = self._commit(job, outcome, session)
                     picker.on_dispatch(job.jobid)
                     emit(Dispatch(ts=event.ts, jobid=job.jobid, alloc=alloc))
                 else:
-                    assert isinstance(outcome, Unsatisfied)
-                    reason = self._reason(outcome.code)
+                    reason = self._reason(cast(Unsatisfied, outcome).code)
                     last = job.pend_reason
                     # A PEND is news only when the reason changed (identity first).
                     if last is not reason and last != reason:

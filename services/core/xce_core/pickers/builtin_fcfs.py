@@ -168,9 +168,9 @@ class BuiltinFcfs(PickerBase):
         keys = self._keys
         while self._level_pos < len(levels):
             self._view.check_cancel()
-            level: _Level = levels.peekitem(self._level_pos)[1]
             if self._lane == 0:
                 if self._order is None:
+                    level: _Level = levels.peekitem(self._level_pos)[1]
                     # The lane as it stands when the session reaches it: nothing joins
                     # a lane during a session, and jobs that leave it are skipped.
                     self._order = list(level.fcfs)
@@ -183,7 +183,7 @@ class BuiltinFcfs(PickerBase):
                         return self._jobs[key[2]]
                 self._lane = 1
                 self._order = None
-            overrides = level.overrides
+            overrides = levels.peekitem(self._level_pos)[1].overrides
             while self._lane <= len(overrides):
                 override: JobPicker = overrides.peekitem(self._lane - 1)[1]
                 job = override.next_job()
