@@ -94,10 +94,17 @@ def job_spec(
     priority: int = 0,
     submit_s: int = 0,
     user: str = "u1",
+    resreq: str = "",
 ) -> JobSpec:
     """A job submitted at ``submit_s``."""
     return JobSpec(
-        jobid=jobid, queue=queue, user=user, priority=priority, tasks=tasks, submit_ts=submit_s * NS
+        jobid=jobid,
+        queue=queue,
+        user=user,
+        priority=priority,
+        tasks=tasks,
+        resreq=resreq,
+        submit_ts=submit_s * NS,
     )
 
 
@@ -110,9 +117,27 @@ class ClusterBuilder:
     jobs: list[JobSpec] = field(default_factory=list)
     picker: str = "builtin_fcfs"
 
-    def host(self, name: str, slots: int = 1, status: str = "ok") -> ClusterBuilder:
-        """Add a host with ``slots`` job slots."""
-        self.hosts.append(HostSpec(name=name, slots=slots, status=status))  # type: ignore[arg-type]
+    def host(
+        self,
+        name: str,
+        slots: int = 1,
+        status: str = "ok",
+        *,
+        type: str = "LINUX",
+        model: str = "generic",
+        mem: float = 0.0,
+    ) -> ClusterBuilder:
+        """Add a host with ``slots`` job slots (and a type, model, memory in MB)."""
+        self.hosts.append(
+            HostSpec(
+                name=name,
+                slots=slots,
+                status=status,  # type: ignore[arg-type]
+                type=type,
+                model=model,
+                max_mem_mb=mem,
+            )
+        )
         return self
 
     def hosts_n(self, count: int, slots: int = 1, prefix: str = "h") -> ClusterBuilder:

@@ -103,14 +103,28 @@ class HostSpec(WireModel):
     """A host (``xce_worker_t``).
 
     Attributes:
-        name: host name.
-        slots: job slots the host offers (LSF ``MXJ``).
+        name: host name (the ``hname`` resource of select expressions).
+        slots: job slots the host offers (LSF ``MXJ``; ``maxslots``).
         status: whether it takes new jobs.
+        type: host type (``type``; LSF's ``type==any`` matches every host).
+        model: host model (``model``).
+        max_mem_mb: memory jobs may reserve, MB (``maxmem``; ``mem`` is what is left).
     """
 
     name: Name
     slots: int = Field(ge=0, le=2**31 - 1)
     status: HostStatus = HostStatus.OK
+    type: Name = "LINUX"
+    model: Name = "generic"
+    max_mem_mb: float = Field(default=0.0, ge=0, le=2.0**53)
+
+
+class ReserveMethod(StrEnum):
+    """How an ``rusage`` amount of a resource is multiplied for a parallel job."""
+
+    PER_TASK = "per_task"
+    PER_HOST = "per_host"
+    PER_JOB = "per_job"
 
 
 class ResourceType(StrEnum):
@@ -127,8 +141,11 @@ class ResourceDef(WireModel):
     Attributes:
         name: resource name.
         value_type: numeric, string or boolean.
-        consumable: whether jobs use it up (``rusage`` debits it).
+        consumable: whether jobs use it up (``rusage`` debits it; numeric only).
         shared: cluster-wide (a licence pool) rather than per host.
+        reserve_method: how an ``rusage`` amount multiplies (LSF ``lsb.resources``
+            ReservationUsage): per task, per host of the allocation, or once per job;
+            None: per job for a shared resource, per task for a host resource.
         description: free text for operators.
     """
 
@@ -136,6 +153,7 @@ class ResourceDef(WireModel):
     value_type: ResourceType = ResourceType.NUMERIC
     consumable: bool = False
     shared: bool = False
+    reserve_method: ReserveMethod | None = None
     description: str = ""
 
 

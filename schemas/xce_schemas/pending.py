@@ -25,6 +25,11 @@ class PendingCode(StrEnum):
     NOT_ENOUGH_HOSTS_FOR_SPAN = "NOT_ENOUGH_HOSTS_FOR_SPAN"
     JOB_LARGER_THAN_CLUSTER = "JOB_LARGER_THAN_CLUSTER"
     NO_HOSTS = "NO_HOSTS"
+    BAD_RESREQ = "BAD_RESREQ"
+    PTILE_EXCEEDS_TASKS = "PTILE_EXCEEDS_TASKS"
+    NO_HOST_SELECTED = "NO_HOST_SELECTED"
+    NOT_ENOUGH_RESOURCE = "NOT_ENOUGH_RESOURCE"
+    RESOURCE_SHORT = "RESOURCE_SHORT"
     HOST_NOT_ENOUGH_SLOTS = "HOST_NOT_ENOUGH_SLOTS"
     HOST_CLOSED = "HOST_CLOSED"
     HOST_UNAVAIL = "HOST_UNAVAIL"
@@ -38,6 +43,11 @@ PENDING_TEXT: dict[PendingCode, str] = {
     ),
     PendingCode.JOB_LARGER_THAN_CLUSTER: "The job requests more slots than the cluster has",
     PendingCode.NO_HOSTS: "No hosts are defined in the cluster",
+    PendingCode.BAD_RESREQ: "Bad resource requirement",
+    PendingCode.PTILE_EXCEEDS_TASKS: "The job's span[ptile] is larger than its task count",
+    PendingCode.NO_HOST_SELECTED: "No host satisfies the job's resource requirements",
+    PendingCode.NOT_ENOUGH_RESOURCE: "Job's requirements for resource reservation not satisfied",
+    PendingCode.RESOURCE_SHORT: "Not enough of this resource is free",
     PendingCode.HOST_NOT_ENOUGH_SLOTS: "Not enough job slots",
     PendingCode.HOST_CLOSED: "Closed by the administrator",
     PendingCode.HOST_UNAVAIL: "Host is unavailable",
@@ -66,8 +76,11 @@ class PendingReason(WireModel):
         main: the main reason code.
         hosts: host-based entries, in host order.
         resources: resource-based entries, in order.
+        detail: words that go with the main code (e.g. where a resource requirement
+            stops parsing); derived text, not part of pending-reason equality.
     """
 
     main: PendingCode
     hosts: tuple[HostReason, ...] = ()
     resources: tuple[ResourceReason, ...] = ()
+    detail: str = ""

@@ -39,12 +39,16 @@ class ObjectTable(WireModel):
 
 
 class HostState(WireModel):
-    """A host with its slot accounting (``used`` ≤ ``slots``)."""
+    """A host with its slot accounting (``used`` ≤ ``slots``) and reservations."""
 
     name: str
     slots: int = Field(ge=0)
     used: int = Field(ge=0)
     status: HostStatus
+    type: str = "LINUX"
+    model: str = "generic"
+    max_mem_mb: float = Field(default=0.0, ge=0)
+    reserved: dict[str, float] = Field(default_factory=dict)
 
 
 class JobStateDoc(WireModel):
@@ -66,6 +70,7 @@ class JobStateDoc(WireModel):
     alloc: JobAlloc | None = None
     rusage: dict[str, float] = Field(default_factory=dict)
     pend_reason: int | None = Field(default=None, ge=0)
+    released: tuple[tuple[int, int], ...] = ()
 
 
 class Counters(WireModel):
@@ -111,6 +116,8 @@ class CoreSnapshot(WireModel):
         hosts: hosts in host order.
         jobs: jobs in table (submission) order.
         resources, resvals: resource definitions and values.
+        shared_in_use: amounts of shared resources running jobs hold.
+        expiries: (second, jobid) at which a job's timed reservations end.
         counters, clock, prng, picker: see their models.
 
     Users and projects are attributes of jobs and queues here (no separate tables);
@@ -128,6 +135,8 @@ class CoreSnapshot(WireModel):
     jobs: tuple[JobStateDoc, ...]
     resources: tuple[ResourceDef, ...]
     resvals: tuple[ResVal, ...]
+    shared_in_use: dict[str, float] = Field(default_factory=dict)
+    expiries: tuple[tuple[int, JobId], ...] = ()
     counters: Counters
     clock: ClockState
     prng: PrngState

@@ -297,7 +297,7 @@ def test_resume_without_room_is_rejected() -> None:
     )
     assert sc.round(2) == [("DISPATCH", 4, ("h1",))]
     with pytest.raises(
-        EventError, match=r"job 1 cannot resume: host 'h1' has 0 free slots, it needs 2"
+        EventError, match=r"job 1 cannot resume: host 'h1' has 0 slots free, it needs 2"
     ):
         sc.state_change(1, JobState.RUN, at_s=3)
 

@@ -15,12 +15,14 @@ from __future__ import annotations
 import logging
 import random
 from collections.abc import Callable, Mapping, Sequence
+from functools import partial
 from typing import Any, cast, get_args
 
 from pydantic import ValidationError
 from xce_schemas import (
     EVENT_TYPES,
     SLOTS,
+    UNTIL_JOB_END,
     Alloc,
     BeginRound,
     ConfigPush,
@@ -50,6 +52,7 @@ from xce_schemas import (
 )
 from xce_schemas.events import ResourceType
 
+from xce_core.alloc.job import allocate_job
 from xce_core.alloc.primary import Placement, Unsatisfied, allocate_primary
 from xce_core.clock import Clock
 from xce_core.errors import ConfigError, EventError, PluginError, SessionCancelled
@@ -63,6 +66,8 @@ from xce_core.plugins import (
     PluginRegistry,
     QueueInfo,
 )
+from xce_core.resreq.model import EMPTY
+from xce_core.resreq.parser import parse_resreq
 from xce_core.session import SessionState
 from xce_core.state import ClusterState, Job, Queue
 
@@ -158,7 +163,7 @@ class SchedCore:
         self._session: SessionState | None = None
         self._cancellable = False
         # Pending reasons depend only on the hosts' shape: one shared object per code.
-        self._reasons: dict[PendingCode, PendingReason] = {}
+        self._reasons: dict[tuple[PendingCode, tuple[str, ...], str], PendingReason] = {}
         self._reasons_version = -1
         self.picker: JobPicker = self._make_picker(self.state.config.job_pick_plugin, None)
         self._handlers: dict[str, Callable[[Any], None]] = {
@@ -314,9 +319,13 @@ class SchedCore:
         for spec in hosts:
             existing = self.state.hosts.get(spec.name)
             if existing is None:
-                self.state.add_host(spec.name, spec.slots, spec.status)
+                self.state.add_host(
+                    spec.name, spec.slots, spec.status, spec.type, spec.model, spec.max_mem_mb
+                )
             else:
-                self.state.set_host(existing, spec.slots, spec.status)
+                self.state.set_host(
+                    existing, spec.slots, spec.status, spec.type, spec.model, spec.max_mem_mb
+                )
 
     def _on_resources_push(self, event: ResourcesPush) -> None:
         names = [resource.name for resource in event.payload.resources]
@@ -356,11 +365,13 @@ class SchedCore:
     def _on_resvals_full(self, event: ResvalsFull) -> None:
         self._check_resvals(event.type, event.payload.values)
         self.state.resvals = {(v.resource, v.host or ""): v.value for v in event.payload.values}
+        self.state.forget_values()
 
     def _on_resvals_delta(self, event: ResvalsDelta) -> None:
         self._check_resvals(event.type, event.payload.values)
         for val in event.payload.values:
             self.state.resvals[(val.resource, val.host or "")] = val.value
+        self.state.forget_values()
 
     # --- jobs -----------------------------------------------------------------------
 
@@ -390,6 +401,7 @@ class SchedCore:
                 spec.resreq,
                 spec.submit_ts,
                 spec.submit_ts,
+                request=parse_resreq(spec.resreq),
             )
             self.state.jobs[job.jobid] = job
             self.picker.on_job_push(job)
@@ -415,30 +427,44 @@ class SchedCore:
             del self.state.jobs[job.jobid]
         elif new is JobState.PEND:
             job.alloc = None
+            job.released = frozenset()
             job.queue_ts = event.ts
             job.pend_reason = None
         job.state = new
         self.picker.on_job_state_change(job, new)
 
     def _release(self, job: Job) -> None:
+        """Give back what the job holds: slots, host reservations, shared resources
+        (a suspended job keeps only its place: the hosts it resumes on)."""
         assert job.alloc is not None, f"job {job.jobid} runs without an allocation"
-        for name, slots in job.alloc.slots_by_host().items():
-            self.state.give_slots(self.state.hosts[name], slots)
+        self.state.release(job.alloc, skip=job.released)
 
     def _resume(self, event_type: str, job: Job) -> None:
         assert job.alloc is not None, f"job {job.jobid} is suspended without an allocation"
-        held = job.alloc.slots_by_host()
-        for name, slots in held.items():
-            host = self.state.hosts[name]
-            if host.free < slots:
+        state = self.state
+        for h, host_alloc in enumerate(job.alloc.hosts):
+            host = state.hosts[host_alloc.host]
+            for a, item in enumerate(host_alloc.allocs):
+                if (h, a) in job.released:
+                    continue
+                left = host.free if item.name == SLOTS else state.available(host, item.name)
+                if left is None or left < item.value:
+                    raise _reject(
+                        event_type,
+                        "payload.state",
+                        f"job {job.jobid} cannot resume: host {host.name!r} has {left or 0:g} "
+                        f"{item.name} free, it needs {item.value:g}",
+                    )
+        for a, item in enumerate(job.alloc.shared):
+            left = state.shared_available(item.name)
+            if (-1, a) not in job.released and (left is None or left < item.value):
                 raise _reject(
                     event_type,
                     "payload.state",
-                    f"job {job.jobid} cannot resume: host {name!r} has {host.free} free "
-                    f"slots, it needs {slots}",
+                    f"job {job.jobid} cannot resume: {left or 0:g} {item.name} free in the "
+                    f"cluster, it needs {item.value:g}",
                 )
-        for name, slots in held.items():
-            self.state.take_slots(self.state.hosts[name], slots)
+        state.hold(job.alloc, skip=job.released)
 
     def _on_job_update(self, event: JobUpdate) -> None:
         payload = event.payload
@@ -468,6 +494,7 @@ class SchedCore:
     def _on_begin_round(self, event: BeginRound) -> None:
         self.clock.observe(event.ts)
         state = self.state
+        self._expire_reservations(event.ts // 1_000_000_000)
         state.sessions += 1
         session = self._session = SessionState(state.sessions, event.ts)
         emit = self.on_decision
@@ -475,6 +502,7 @@ class SchedCore:
         picker = self.picker
         picker.begin_session()
         jobs, tried, check_cancel = state.jobs, session.tried, self._check_cancel
+
         try:
             while True:
                 self._cancellable = True
@@ -485,17 +513,29 @@ class SchedCore:
                 if job is None or job.state is not JobState.PEND or job.jobid in tried:
                     raise self._picker_bug(info, job)
                 tried[job.jobid] = None
-                outcome = allocate_primary(
-                    job, state.host_order, state.free_index, state.capacity, check_cancel
-                )
+                if job.request is EMPTY:
+                    outcome: JobAlloc | Placement | Unsatisfied = allocate_primary(
+                        job, state.host_order, state.free_index, state.capacity, check_cancel
+                    )
+                    if outcome.__class__ is Placement:
+                        outcome = self._records(job.jobid, outcome, session)
+                        state.hold(outcome)
+                else:
+                    outcome = allocate_job(
+                        job,
+                        job.request,
+                        state,
+                        check_cancel,
+                        partial(self._records, job.jobid, session=session),
+                    )
                 # From here the job's decision is made whole: no cancellation point.
                 self._cancellable = False
-                if outcome.__class__ is Placement:
+                if outcome.__class__ is JobAlloc:
                     alloc = self._commit(job, outcome, session)
                     picker.on_dispatch(job.jobid)
                     emit(Dispatch(ts=event.ts, jobid=job.jobid, alloc=alloc))
                 else:
-                    reason = self._reason(cast(Unsatisfied, outcome).code)
+                    reason = self._reason(cast(Unsatisfied, outcome))
                     last = job.pend_reason
                     # A PEND is news only when the reason changed (identity first).
                     if last is not reason and last != reason:
@@ -515,30 +555,89 @@ class SchedCore:
             return PluginError(f"picker {name!r} returned job {info.jobid}, which is not pending")
         return PluginError(f"picker {name!r} returned job {job.jobid} twice in one session")
 
-    def _commit(self, job: Job, placement: Placement, session: SessionState) -> JobAlloc:
-        """Debit the placement's slots and make the job's allocation record."""
+    def _records(self, jobid: int, placement: Placement, session: SessionState) -> JobAlloc:
+        """The allocation records of a placement: a slots record and one per
+        reservation on each host, one per shared reservation; every record stamped
+        with the session's ``from`` and a new instance id."""
         state = self.state
-        host_allocs = []
-        for info, slots in placement.shares:
-            host = state.hosts[info.name]
-            state.take_slots(host, slots)
-            alloc = Alloc(
-                name=SLOTS, value=float(slots), from_=session.from_s, instid=state.next_instid
-            )
+        from_s = session.from_s
+
+        def record(name: str, value: float, duration: int) -> Alloc:
+            instid = state.next_instid
             state.next_instid += 1
-            host_allocs.append(HostAlloc(host=host.name, allocs=(alloc,)))
-        job.alloc = JobAlloc(jobid=job.jobid, hosts=tuple(host_allocs))
+            return Alloc(name=name, value=value, from_=from_s, duration=duration, instid=instid)
+
+        hosts = tuple(
+            HostAlloc(
+                host=host.name,
+                allocs=(
+                    record(SLOTS, float(slots), UNTIL_JOB_END),
+                    *(record(*reservation) for reservation in reservations),
+                ),
+            )
+            for host, slots, reservations in placement.shares
+        )
+        shared = tuple(record(*reservation) for reservation in placement.shared)
+        return JobAlloc(jobid=jobid, hosts=hosts, shared=shared)
+
+    def _commit(self, job: Job, alloc: JobAlloc, session: SessionState) -> JobAlloc:
+        """Make ``job`` a running job on ``alloc`` (already held in the state)."""
+        job.alloc = alloc
+        job.released = frozenset()
         job.state = JobState.RUN
         job.pend_reason = None
-        return job.alloc
+        ends = [
+            item.from_ + item.duration
+            for host in alloc.hosts
+            for item in host.allocs
+            if item.duration >= 0
+        ] + [item.from_ + item.duration for item in alloc.shared if item.duration >= 0]
+        for end in sorted(set(ends)):
+            self.state.expiries.add((end, job.jobid))
+        return alloc
 
-    def _reason(self, code: PendingCode) -> PendingReason:
-        """The shared reason object for ``code`` while the hosts keep their shape."""
+    def _expire_reservations(self, now_s: int) -> None:
+        """Give back the reservations whose ``rusage`` duration is over (s)."""
+        expiries = self.state.expiries
+        while expiries and expiries[0][0] <= now_s:
+            _, jobid = expiries.pop(0)
+            job = self.state.jobs.get(jobid)
+            if job is None or job.alloc is None:
+                continue
+            due = {
+                (h, a)
+                for h, host in enumerate(job.alloc.hosts)
+                for a, item in enumerate(host.allocs)
+                if item.duration >= 0 and item.from_ + item.duration <= now_s
+            } | {
+                (-1, a)
+                for a, item in enumerate(job.alloc.shared)
+                if item.duration >= 0 and item.from_ + item.duration <= now_s
+            }
+            due -= job.released
+            if not due:
+                continue
+            if job.state is JobState.RUN:  # a suspended job holds nothing to give back
+                everything = _all_keys(job.alloc)
+                self.state.release(job.alloc, skip=frozenset(everything - due))
+            job.released = job.released | due
+
+    def _reason(self, outcome: Unsatisfied) -> PendingReason:
+        """The shared reason object for an outcome while the hosts keep their shape."""
         version = self.state.hosts_version
         if version != self._reasons_version:
             self._reasons.clear()
             self._reasons_version = version
-        reason = self._reasons.get(code)
+        key = (outcome.code, outcome.resources, outcome.detail)
+        reason = self._reasons.get(key)
         if reason is None:
-            reason = self._reasons[code] = reason_for(code, self.state.host_order)
+            reason = self._reasons[key] = reason_for(
+                outcome.code, self.state.host_order, outcome.resources, outcome.detail
+            )
         return reason
+
+
+def _all_keys(alloc: JobAlloc) -> set[tuple[int, int]]:
+    """Every ``(host index, alloc index)`` of an allocation (shared: host index -1)."""
+    keys = {(h, a) for h, host in enumerate(alloc.hosts) for a in range(len(host.allocs))}
+    return keys | {(-1, a) for a in range(len(alloc.shared))}

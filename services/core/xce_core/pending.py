@@ -20,7 +20,14 @@ from xce_schemas import (
 from xce_core.plugins import HostInfo
 
 #: Main codes that carry no host-based entries: they are not about any one host.
-_CLUSTER_WIDE = frozenset({PendingCode.NO_HOSTS, PendingCode.JOB_LARGER_THAN_CLUSTER})
+_CLUSTER_WIDE = frozenset(
+    {
+        PendingCode.NO_HOSTS,
+        PendingCode.JOB_LARGER_THAN_CLUSTER,
+        PendingCode.BAD_RESREQ,
+        PendingCode.PTILE_EXCEEDS_TASKS,
+    }
+)
 
 _STATUS_CODE = {
     HostStatus.CLOSED: PendingCode.HOST_CLOSED,
@@ -32,6 +39,7 @@ def make_pending_reason(
     main: PendingCode,
     hosts: Iterable[HostReason] = (),
     resources: Iterable[ResourceReason] = (),
+    detail: str = "",
 ) -> PendingReason:
     """Build a pending reason: the only constructor of ``PendingReason`` in the core.
 
@@ -39,8 +47,9 @@ def make_pending_reason(
         main: main reason code.
         hosts: host-based entries, in host order.
         resources: resource-based entries.
+        detail: words that go with the main code.
     """
-    return PendingReason(main=main, hosts=tuple(hosts), resources=tuple(resources))
+    return PendingReason(main=main, hosts=tuple(hosts), resources=tuple(resources), detail=detail)
 
 
 @lru_cache(maxsize=1 << 16)
@@ -80,12 +89,23 @@ def occupancy_reasons(hosts: Sequence[HostInfo], min_free: int) -> tuple[HostRea
     return tuple(entries)
 
 
-def reason_for(main: PendingCode, hosts: Sequence[HostInfo]) -> PendingReason:
+def reason_for(
+    main: PendingCode,
+    hosts: Sequence[HostInfo],
+    resources: Sequence[str] = (),
+    detail: str = "",
+) -> PendingReason:
     """The pending reason for an allocation that failed with ``main``.
 
     Cluster-wide codes carry no host entries; the others list the hosts that cannot
-    take the job as they are (``host_reasons``).
+    take the job as they are (``host_reasons``). ``resources`` become resource-based
+    entries (``RESOURCE_SHORT``; cluster-wide, so without a host); ``detail`` goes
+    with the main code.
     """
+    entries = tuple(
+        ResourceReason(resource=name, host=None, code=PendingCode.RESOURCE_SHORT)
+        for name in resources
+    )
     if main in _CLUSTER_WIDE:
-        return make_pending_reason(main)
-    return make_pending_reason(main, host_reasons(hosts))
+        return make_pending_reason(main, (), entries, detail)
+    return make_pending_reason(main, host_reasons(hosts), entries, detail)

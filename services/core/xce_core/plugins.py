@@ -226,17 +226,34 @@ class AllocPlan:
 
     ``tasks`` slots spread over ``nhosts`` hosts, ``slots_per_host`` on each but the
     last, which takes the rest (``last_host_slots``, 1 to ``slots_per_host``), as LSF
-    fills ``span[ptile=N]``.
+    fills ``span[ptile=N]``. A ``balanced`` plan (``span[hosts=N]``) spreads them as
+    evenly as possible instead: some hosts take ⌈tasks/nhosts⌉, the others one less.
+
+    ``shares()`` gives the plan as ``(big, big_count, small, small_count)``: hosts
+    taking ``big`` slots and hosts taking ``small`` (``small_count`` may be 0).
     """
 
     nhosts: int
     slots_per_host: int
     tasks: int
+    balanced: bool = False
 
     @property
     def last_host_slots(self) -> int:
         """Slots on the last host of the plan."""
         return self.tasks - (self.nhosts - 1) * self.slots_per_host
+
+    def shares(self) -> tuple[int, int, int, int]:
+        """``(big, big_count, small, small_count)`` slots per host and host counts."""
+        if self.balanced:
+            small, extra = divmod(self.tasks, self.nhosts)
+            if extra == 0:
+                return small, self.nhosts, small, 0
+            return small + 1, extra, small, self.nhosts - extra
+        last = self.last_host_slots
+        if last == self.slots_per_host:
+            return last, self.nhosts, last, 0
+        return self.slots_per_host, self.nhosts - 1, last, 1
 
 
 class AllocPlanIter(Protocol):

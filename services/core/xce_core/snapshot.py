@@ -33,6 +33,7 @@ from xce_core.clock import Clock
 from xce_core.core import SchedCore
 from xce_core.errors import CoreError
 from xce_core.plugins import PluginRegistry
+from xce_core.resreq.parser import parse_resreq
 from xce_core.state import Job, Queue
 
 
@@ -74,6 +75,7 @@ def save_snapshot(core: SchedCore) -> CoreSnapshot:
                 alloc=j.alloc,
                 rusage=j.rusage,
                 pend_reason=reason,
+                released=tuple(sorted(j.released)),
             )
         )
     version, internal, gauss = core.prng.getstate()
@@ -91,7 +93,16 @@ def save_snapshot(core: SchedCore) -> CoreSnapshot:
             for q in state.queues.values()
         ),
         hosts=tuple(
-            HostState(name=h.name, slots=h.slots, used=h.used, status=h.status)
+            HostState(
+                name=h.name,
+                slots=h.slots,
+                used=h.used,
+                status=h.status,
+                type=h.type,
+                model=h.model,
+                max_mem_mb=h.max_mem,
+                reserved=h.reserved,
+            )
             for h in state.host_order
         ),
         jobs=tuple(jobs),
@@ -100,6 +111,8 @@ def save_snapshot(core: SchedCore) -> CoreSnapshot:
             {"resource": resource, "host": host or None, "value": value}
             for (resource, host), value in state.resvals.items()
         ),
+        shared_in_use=state.shared_in_use,
+        expiries=tuple(state.expiries),
         counters=Counters(
             next_instid=state.next_instid, sessions=state.sessions, events=core.events
         ),
@@ -189,9 +202,12 @@ def load_snapshot(
         for q in snapshot.queues
     }
     for h in snapshot.hosts:
-        host = state.add_host(h.name, h.slots, h.status)
+        host = state.add_host(h.name, h.slots, h.status, h.type, h.model, h.max_mem_mb)
+        host.reserved = dict(h.reserved)
         if h.used:
             state.take_slots(host, h.used)
+    state.shared_in_use = dict(snapshot.shared_in_use)
+    state.expiries.update(snapshot.expiries)
     resreqs = snapshot.objects.resreqs
     reasons = snapshot.objects.pend_reasons
     for j in snapshot.jobs:
@@ -209,6 +225,8 @@ def load_snapshot(
             j.alloc,
             dict(j.rusage),
             None if j.pend_reason is None else reasons[j.pend_reason],
+            parse_resreq(resreqs[j.resreq]),
+            frozenset(j.released),
         )
     state.resources = {r.name: r for r in snapshot.resources}
     state.resvals = {(v.resource, v.host or ""): v.value for v in snapshot.resvals}

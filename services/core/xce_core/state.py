@@ -8,7 +8,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from sortedcontainers import SortedList
 from xce_schemas import (
+    SLOTS,
     HostStatus,
     JobAlloc,
     JobState,
@@ -18,6 +20,7 @@ from xce_schemas import (
 )
 
 from xce_core.alloc.free_index import FreeSlotIndex
+from xce_core.resreq.model import EMPTY, Resreq, ResreqError
 
 #: Field metadata of values that only key caches: not state, not snapshotted.
 CACHE = {"cache": True}
@@ -43,6 +46,12 @@ class Host:
         slots: capacity in job slots.
         used: slots held by running jobs.
         status: only ``ok`` hosts take new jobs.
+        type, model: the host's type and model (select ``type``, ``model``).
+        max_mem: memory jobs may reserve, MB (``maxmem``).
+        reserved: amounts of consumable resources running jobs reserve here
+            (``mem`` in MB, user resources in their unit).
+        values: the host's resource values as select expressions see them (a cache,
+            rebuilt after any change of the host).
     """
 
     name: str
@@ -50,6 +59,11 @@ class Host:
     slots: int
     used: int = 0
     status: HostStatus = HostStatus.OK
+    type: str = "LINUX"
+    model: str = "generic"
+    max_mem: float = 0.0
+    reserved: dict[str, float] = field(default_factory=dict)
+    values: dict[str, float | str | bool] | None = field(default=None, metadata=CACHE)
 
     @property
     def free(self) -> int:
@@ -75,6 +89,10 @@ class Job:
         rusage: latest measured usage (resource name → value).
         pend_reason: the pending reason last emitted for it in a PEND decision, while
             it pends; a PEND is emitted only when the reason differs from this one.
+        request: ``resreq`` parsed (or the parser's refusal); equal requests are one
+            shared object.
+        released: allocation entries ``(host index, alloc index)`` whose ``rusage``
+            duration is over and that were given back (shared entries: index -1).
     """
 
     jobid: int
@@ -90,6 +108,8 @@ class Job:
     alloc: JobAlloc | None = None
     rusage: dict[str, float] = field(default_factory=dict)
     pend_reason: PendingReason | None = None
+    request: Resreq | ResreqError = EMPTY
+    released: frozenset[tuple[int, int]] = frozenset()
 
 
 @dataclass(slots=True)
@@ -110,14 +130,24 @@ class ClusterState:
     resources: dict[str, ResourceDef] = field(default_factory=dict)
     resvals: dict[tuple[str, str], float | bool | str] = field(default_factory=dict)
     free_index: FreeSlotIndex = field(default_factory=FreeSlotIndex)
+    shared_in_use: dict[str, float] = field(default_factory=dict)
+    expiries: SortedList = field(default_factory=SortedList)  # (expiry s, jobid)
     capacity: int = 0
     next_instid: int = 1
     sessions: int = 0
     hosts_version: int = field(default=0, metadata=CACHE)
 
-    def add_host(self, name: str, slots: int, status: HostStatus) -> Host:
+    def add_host(
+        self,
+        name: str,
+        slots: int,
+        status: HostStatus,
+        type: str = "LINUX",
+        model: str = "generic",
+        max_mem: float = 0.0,
+    ) -> Host:
         """Append a new host at the end of host order."""
-        host = Host(name, len(self.host_order), slots, 0, status)
+        host = Host(name, len(self.host_order), slots, 0, status, type, model, max_mem)
         self.hosts[name] = host
         self.host_order.append(host)
         self.capacity += slots
@@ -125,13 +155,105 @@ class ClusterState:
         self._reindex(host)
         return host
 
-    def set_host(self, host: Host, slots: int, status: HostStatus) -> None:
-        """Change a host's capacity or status (``slots`` ≥ its used slots)."""
+    def set_host(
+        self,
+        host: Host,
+        slots: int,
+        status: HostStatus,
+        type: str = "LINUX",
+        model: str = "generic",
+        max_mem: float = 0.0,
+    ) -> None:
+        """Change a host's capacity, status or attributes (``slots`` ≥ its used slots)."""
         self.capacity += slots - host.slots
-        host.slots = slots
-        host.status = status
+        host.slots, host.status = slots, status
+        host.type, host.model, host.max_mem = type, model, max_mem
         self.hosts_version += 1
         self._reindex(host)
+
+    # --- resources ---------------------------------------------------------------------
+
+    def host_values(self, host: Host) -> dict[str, float | str | bool]:
+        """The host's resource values as select expressions see them.
+
+        Built-ins: ``slots`` (free slots), ``maxslots``, ``mem`` (MB left to reserve),
+        ``maxmem``, ``type``, ``model``, ``hname``; then every resource value the host
+        was given (a consumable's value less what is reserved). Cached on the host until
+        it changes.
+        """
+        values = host.values
+        if values is None:
+            values = {
+                "slots": host.slots - host.used,
+                "maxslots": host.slots,
+                "mem": host.max_mem - host.reserved.get("mem", 0.0),
+                "maxmem": host.max_mem,
+                "type": host.type,
+                "model": host.model,
+                "hname": host.name,
+            }
+            for (resource, where), value in self.resvals.items():
+                if where == host.name:
+                    reserved = host.reserved.get(resource)
+                    values[resource] = value if reserved is None else value - reserved  # type: ignore[operator]
+            host.values = values
+        return values
+
+    def forget_values(self) -> None:
+        """Drop every host's cached select values (resource values changed)."""
+        for host in self.host_order:
+            host.values = None
+
+    def available(self, host: Host, resource: str) -> float | None:
+        """How much of a consumable host resource is left on ``host`` (None: the host
+        has none of it). ``mem`` is the built-in memory (``maxmem`` less reserved)."""
+        if resource == "mem":
+            return host.max_mem - host.reserved.get("mem", 0.0)
+        value = self.resvals.get((resource, host.name))
+        if value is None or isinstance(value, bool | str):
+            return None
+        return value - host.reserved.get(resource, 0.0)
+
+    def shared_available(self, resource: str) -> float | None:
+        """How much of a shared (cluster-wide) resource is left (None: no pool)."""
+        value = self.resvals.get((resource, ""))
+        if value is None or isinstance(value, bool | str):
+            return None
+        return value - self.shared_in_use.get(resource, 0.0)
+
+    def hold(self, alloc: JobAlloc, skip: frozenset[tuple[int, int]] = frozenset()) -> None:
+        """Take everything ``alloc`` lists: slots and reservations on each host, shared
+        resources from their pools (entries whose ``(host index, alloc index)`` is in
+        ``skip`` are left out; shared entries have host index -1)."""
+        self._apply(alloc, skip, 1)
+
+    def release(self, alloc: JobAlloc, skip: frozenset[tuple[int, int]] = frozenset()) -> None:
+        """Give back everything ``hold`` took for ``alloc`` (less ``skip``)."""
+        self._apply(alloc, skip, -1)
+
+    def _apply(self, alloc: JobAlloc, skip: frozenset[tuple[int, int]], sign: int) -> None:
+        for h, host_alloc in enumerate(alloc.hosts):
+            host = self.hosts[host_alloc.host]
+            for a, item in enumerate(host_alloc.allocs):
+                if (h, a) in skip:
+                    continue
+                if item.name == SLOTS:
+                    host.used += sign * int(item.value)
+                else:
+                    left = host.reserved.get(item.name, 0.0) + sign * item.value
+                    if left:
+                        host.reserved[item.name] = left
+                    else:
+                        host.reserved.pop(item.name, None)
+            self._reindex(host)
+        for a, item in enumerate(alloc.shared):
+            if (-1, a) in skip:
+                continue
+            left = self.shared_in_use.get(item.name, 0.0) + sign * item.value
+            if left:
+                self.shared_in_use[item.name] = left
+            else:
+                self.shared_in_use.pop(item.name, None)
 
     def take_slots(self, host: Host, slots: int) -> None:
         """A job takes ``slots`` on ``host`` (caller checked they are free)."""
@@ -144,4 +266,5 @@ class ClusterState:
         self._reindex(host)
 
     def _reindex(self, host: Host) -> None:
+        host.values = None
         self.free_index.update(host.position, host.usable_free)

@@ -135,6 +135,18 @@ def build_parser() -> argparse.ArgumentParser:
         help="simulate only the first N trace records",
     )
     sim.add_argument(
+        "--swf-memory",
+        action="store_true",
+        help="reserve each job's requested memory (SWF field 10) with rusage[mem]",
+    )
+    sim.add_argument(
+        "--host-mem",
+        type=_positive_int,
+        default=0,
+        metavar="MB",
+        help="memory of each host, MB (needed with --swf-memory)",
+    )
+    sim.add_argument(
         "--swf-queues",
         metavar="MAP",
         help="trace queue numbers to queues: NUM=NAME[:PRIORITY],...,*=NAME[:PRIORITY]",
@@ -262,6 +274,8 @@ def simulate(args: argparse.Namespace) -> int:
         slots_per_host=args.slots_per_host,
         queue_map=queue_map,
         max_jobs=args.max_jobs,
+        swf_memory=args.swf_memory,
+        host_mem_mb=float(args.host_mem),
     )
     stderr = Console(stderr=True)
     recording = RecordingWriter(args.record) if args.record else None

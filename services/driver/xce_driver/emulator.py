@@ -234,7 +234,14 @@ class ClusterEmulator:
         for jobid in jobids:
             job = self._jobs[jobid]
             specs.append(
-                JobSpec(jobid=jobid, queue=job.queue, user=job.user, tasks=job.tasks, submit_ts=now)
+                JobSpec(
+                    jobid=jobid,
+                    queue=job.queue,
+                    user=job.user,
+                    tasks=job.tasks,
+                    resreq=job.resreq,
+                    submit_ts=now,
+                )
             )
         self._push(JobsPush(ts=now, payload=JobsPushPayload(jobs=tuple(specs))))
         self._pending += len(jobids)

@@ -23,11 +23,13 @@ from xce_driver.report import Report, summarize
 from xce_driver.workloads.mapping import MappedWorkload
 
 
-def host_specs(count: int, slots_per_host: int) -> tuple[HostSpec, ...]:
-    """``count`` hosts named ``h001``, ``h002``, ... (zero-padded to one width)."""
+def host_specs(count: int, slots_per_host: int, mem_mb: float = 0.0) -> tuple[HostSpec, ...]:
+    """``count`` hosts named ``h001``, ``h002``, ... (zero-padded to one width), each
+    with ``slots_per_host`` slots and ``mem_mb`` MB of memory."""
     width = max(3, len(str(count)))
     return tuple(
-        HostSpec(name=f"h{i:0{width}d}", slots=slots_per_host) for i in range(1, count + 1)
+        HostSpec(name=f"h{i:0{width}d}", slots=slots_per_host, max_mem_mb=mem_mb)
+        for i in range(1, count + 1)
     )
 
 
@@ -98,7 +100,7 @@ def run_simulation(
 
     emulator = ClusterEmulator(
         workload.jobs,
-        host_specs(workload.hosts, workload.slots_per_host),
+        host_specs(workload.hosts, workload.slots_per_host, workload.host_mem_mb),
         config,
         push,
         origin_s=workload.origin_s,

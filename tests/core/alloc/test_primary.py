@@ -44,7 +44,7 @@ def allocate(state: ClusterState, tasks: int) -> Placement | Unsatisfied:
 
 def shares(outcome: Placement | Unsatisfied) -> object:
     if isinstance(outcome, Placement):
-        return [(h.name, n) for h, n in outcome.shares]
+        return [(h.name, n) for h, n, _ in outcome.shares]
     return outcome.code.value
 
 
@@ -97,7 +97,7 @@ def test_host_iterator_is_lazy_and_skips_full_hosts_through_the_index() -> None:
     it = SlotHostIter(plan, state.host_order, state.free_index, lambda: None)
     placement = try_plan(it, plan)
     assert placement is not None
-    assert [(h.name, n) for h, n in placement.shares] == [("h1001", 4), ("h1002", 4)]
+    assert [(h.name, n) for h, n in placement] == [("h1001", 4), ("h1002", 4)]
     assert it.evaluated == 2  # the 1,000 full hosts were never looked at
 
 

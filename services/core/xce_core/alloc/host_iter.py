@@ -36,8 +36,9 @@ class SlotHostIter:
         check_cancel: Callable[[], None],
     ) -> None:
         self._hosts = hosts
+        big, _, small, small_count = plan.shares()
         self._positions: Iterator[int] | None = index.positions_at_least(
-            min(plan.slots_per_host, plan.last_host_slots)
+            small if small_count else big
         )
         self._check_cancel = check_cancel
         self.evaluated = 0

@@ -1,6 +1,7 @@
 """Lazy allocation-plan iterators (``xce_alloc_plan_iter_t``, Req 2).
 
-``SeqPlanIter`` is the trivial iterator of ``seqjob``: one plan, 1 host × 1 slot.
+``SinglePlanIter`` is the trivial iterator of ``seqjob`` (one plan, 1 host × 1 slot,
+also named ``SeqPlanIter``) and of a ``span[]`` that allows one shape only.
 ``ParPlanIter`` is the combinatorial iterator of ``parjob`` (Req 4 AC 1): for N tasks,
 1 host × N, 2 hosts × ⌈N/2⌉, …, N hosts × 1, skipping a plan whose allocation is no
 different from an earlier one (k hosts × ⌈N/k⌉ uses only ⌈N/⌈N/k⌉⌉ hosts, so two
@@ -12,12 +13,18 @@ from __future__ import annotations
 from xce_core.plugins import AllocPlan, AllocPlanIter
 
 
-class SeqPlanIter:
-    """The single plan of a one-task job: 1 host × 1 slot (Req 2, seqjob rewrap)."""
+#: seqjob's plan: 1 host × 1 slot.
+ONE_BY_ONE = AllocPlan(1, 1, 1)
 
-    __slots__ = ("_done",)
 
-    def __init__(self) -> None:
+class SinglePlanIter:
+    """An iterator of exactly one plan: seqjob's 1 host × 1 slot (Req 2, seqjob
+    rewrap), or the one shape a ``span[]`` section allows."""
+
+    __slots__ = ("_done", "_plan")
+
+    def __init__(self, plan: AllocPlan = ONE_BY_ONE) -> None:
+        self._plan = plan
         self._done = False
 
     def next(self) -> AllocPlan | None:
@@ -25,7 +32,7 @@ class SeqPlanIter:
         if self._done:
             return None
         self._done = True
-        return AllocPlan(1, 1, 1)
+        return self._plan
 
     def close(self) -> None:
         """Nothing to release; further ``next()`` calls return None."""
@@ -68,5 +75,8 @@ class ParPlanIter:
         self._k = self._tasks
 
 
-_seq: type[AllocPlanIter] = SeqPlanIter
+#: The seqjob plan iterator is the single-plan iterator of 1 host × 1 slot.
+SeqPlanIter = SinglePlanIter
+
+_seq: type[AllocPlanIter] = SinglePlanIter
 _par: type[AllocPlanIter] = ParPlanIter

@@ -45,6 +45,7 @@ class SimJob:
         tasks: slots it asks for.
         queue: queue name.
         user: user name (``u<user id>``, or ``nobody``).
+        resreq: resource requirement string (``rusage[mem=...]`` with --swf-memory).
     """
 
     jobid: int
@@ -53,6 +54,7 @@ class SimJob:
     tasks: int
     queue: str
     user: str
+    resreq: str = ""
 
 
 @dataclass(frozen=True, slots=True)
@@ -140,6 +142,7 @@ class MappedWorkload:
         slots_per_host: job slots per host.
         origin_s: epoch second of the trace's time 0 (its ``UnixStartTime``).
         queues: queue name → priority.
+        host_mem_mb: memory of each host, MB (0: not modelled).
     """
 
     jobs: tuple[SimJob, ...]
@@ -148,6 +151,7 @@ class MappedWorkload:
     slots_per_host: int
     origin_s: int
     queues: dict[str, int]
+    host_mem_mb: float = 0.0
 
 
 def map_trace(
@@ -157,6 +161,8 @@ def map_trace(
     slots_per_host: int = 1,
     queue_map: QueueMap | None = None,
     max_jobs: int | None = None,
+    swf_memory: bool = False,
+    host_mem_mb: float = 0.0,
 ) -> MappedWorkload:
     """Map an SWF trace onto jobs and a cluster (the defaults of this module).
 
@@ -166,6 +172,9 @@ def map_trace(
         slots_per_host: slots of each host (≥ 1).
         queue_map: trace queue numbers → queues; default everything to ``normal``.
         max_jobs: keep only the first this many records (a trace prefix).
+        swf_memory: give each job with a requested memory (field 10, KB per
+            processor) the request ``rusage[mem=<MB>]``, reserved per task.
+        host_mem_mb: memory of each host, MB (needed with ``swf_memory``).
 
     Raises:
         MappingError: no host count in the header and none given, a count < 1, or a
@@ -180,6 +189,8 @@ def map_trace(
             )
     if hosts < 1 or slots_per_host < 1:
         raise MappingError("hosts and slots per host must be at least 1")
+    if swf_memory and host_mem_mb <= 0:
+        raise MappingError("--swf-memory needs --host-mem MB, the memory of each host")
     queue_map = queue_map or QueueMap()
     records = trace.records if max_jobs is None else trace.records[:max_jobs]
     jobs: list[SimJob] = []
@@ -194,6 +205,9 @@ def map_trace(
             skipped += 1
             continue
         user = f"u{record.user_id}" if record.user_id >= 0 else "nobody"
+        resreq = ""
+        if swf_memory and record.requested_memory_kb > 0:
+            resreq = f"rusage[mem={record.requested_memory_kb / 1024:g}]"
         jobs.append(
             SimJob(
                 jobid=record.job_number,
@@ -202,6 +216,7 @@ def map_trace(
                 tasks=tasks,
                 queue=queue_map(record.queue_number),
                 user=user,
+                resreq=resreq,
             )
         )
     jobs.sort(key=lambda job: (job.submit_s, job.jobid))
@@ -212,4 +227,5 @@ def map_trace(
         slots_per_host=slots_per_host,
         origin_s=trace.header.unix_start_time,
         queues=queue_map.queues(),
+        host_mem_mb=host_mem_mb,
     )

@@ -1,0 +1,126 @@
+"""Allocation of a whole job: PRIMARY, COMPOUND and ALTER (spec "Composition Algorithm").
+
+* PRIMARY: ``allocate_primary`` with all the job's tasks.
+* COMPOUND (AND of primaries): each part allocates in turn and is held at once, so
+  the next part sees what the earlier ones took; when a part fails, every part held
+  so far is given back and the compound fails: no residue, slots or reservations.
+* ALTER (OR of compounds): the alternatives are tried in order; the first that
+  allocates wins. When none does, the job pends with the first alternative's reason
+  (the preferred shape's).
+
+The allocation returned is already held in the cluster state; every record in it
+carries the session's ``from`` (alloc-equality Req 4 AC 4). A cancelled session
+gives back whatever the job held mid-way before the cancellation goes on.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from xce_schemas import JobAlloc, PendingCode
+
+from xce_core.alloc.primary import Placement, Unsatisfied, allocate_primary
+from xce_core.resreq.model import Alter, Compound, Primary, Resreq, ResreqError
+from xce_core.state import ClusterState, Job
+
+#: Turns a placement into allocation records (numbering instances, stamping ``from``).
+Build = Callable[[Placement], JobAlloc]
+
+
+def allocate_job(
+    job: Job,
+    request: Resreq | ResreqError,
+    state: ClusterState,
+    check_cancel: Callable[[], None],
+    build: Build,
+) -> JobAlloc | Unsatisfied:
+    """Allocate ``job`` by its request and hold the allocation.
+
+    Args:
+        job: the job (``tasks`` slots).
+        request: its parsed resource requirement, or the parser's refusal.
+        state: the cluster state; the allocation is held in it on success.
+        check_cancel: the session's cancellation point.
+        build: makes the allocation records of a placement.
+
+    Returns:
+        The held allocation, or ``Unsatisfied`` (nothing held).
+
+    Raises:
+        SessionCancelled: the session was cancelled; nothing is held.
+    """
+    if isinstance(request, ResreqError):
+        return Unsatisfied(PendingCode.BAD_RESREQ, resolvable=False, detail=request.message)
+    if isinstance(request, Alter):
+        first: Unsatisfied | None = None
+        for alternative in request.alternatives:
+            outcome = _allocate(job, alternative, state, check_cancel, build)
+            if isinstance(outcome, JobAlloc):
+                return outcome
+            first = first or outcome
+        assert first is not None, "an alternative request has alternatives"
+        return first
+    return _allocate(job, request, state, check_cancel, build)
+
+
+def _allocate(
+    job: Job,
+    request: Primary | Compound,
+    state: ClusterState,
+    check_cancel: Callable[[], None],
+    build: Build,
+) -> JobAlloc | Unsatisfied:
+    if isinstance(request, Primary):
+        outcome = _primary(job, request, job.tasks, state, check_cancel)
+        if isinstance(outcome, Unsatisfied):
+            return outcome
+        alloc = build(outcome)
+        state.hold(alloc)
+        return alloc
+    if request.tasks != job.tasks:
+        return Unsatisfied(
+            PendingCode.BAD_RESREQ,
+            resolvable=False,
+            detail=f"the compound requirement asks for {request.tasks} tasks, "
+            f"the job for {job.tasks}",
+        )
+    held: list[JobAlloc] = []
+    try:
+        for part in request.parts:
+            outcome = _primary(job, part.primary, part.tasks, state, check_cancel)
+            if isinstance(outcome, Unsatisfied):
+                _give_back(state, held)
+                return outcome
+            piece = build(outcome)
+            state.hold(piece)
+            held.append(piece)
+    except BaseException:
+        _give_back(state, held)
+        raise
+    return JobAlloc(
+        jobid=job.jobid,
+        hosts=tuple(h for piece in held for h in piece.hosts),
+        shared=tuple(s for piece in held for s in piece.shared),
+    )
+
+
+def _primary(
+    job: Job, primary: Primary, tasks: int, state: ClusterState, check_cancel: Callable[[], None]
+) -> Placement | Unsatisfied:
+    return allocate_primary(
+        job,
+        state.host_order,
+        state.free_index,
+        state.capacity,
+        check_cancel,
+        primary=primary,
+        tasks=tasks,
+        state=state,
+    )
+
+
+def _give_back(state: ClusterState, held: list[JobAlloc]) -> None:
+    """Roll back a compound: give back every part held so far, last first."""
+    for piece in reversed(held):
+        state.release(piece)
+    held.clear()

@@ -1,0 +1,393 @@
+"""Allocation by resource requirement: span, select, order, same, rusage, shared
+licences, COMPOUND with rollback and ALTER (spec "Allocation Architecture"; Req 9 AC 3)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from xce_core.snapshot import save_snapshot
+from xce_schemas import Dispatch, JobState, Pend
+
+from tests.builders import NS, ClusterBuilder, Scenario, cluster, job_spec
+
+
+def shares(sc: Scenario, jobid: int) -> list[tuple[str, int]]:
+    """(host, slots) of a running job's allocation, in allocation order."""
+    alloc = sc.core.state.jobs[jobid].alloc
+    assert alloc is not None, f"job {jobid} is not running"
+    return [(h.host, int(a.value)) for h in alloc.hosts for a in h.allocs if a.name == "slots"]
+
+
+def pend_of(sc: Scenario, jobid: int) -> Pend:
+    return [d for d in sc.decisions if isinstance(d, Pend) and d.jobid == jobid][-1]
+
+
+def licence(sc: Scenario, total: int, name: str = "lic", **extra: Any) -> None:
+    sc.push(
+        {
+            "type": "RESOURCES_PUSH",
+            "ts": sc.core.last_ts,
+            "payload": {"resources": [{"name": name, "consumable": True, "shared": True, **extra}]},
+        }
+    )
+    sc.push(
+        {
+            "type": "RESVALS_DELTA",
+            "ts": sc.core.last_ts,
+            "payload": {"values": [{"resource": name, "value": total}]},
+        }
+    )
+
+
+def counters(sc: Scenario) -> tuple[Any, ...]:
+    saved = save_snapshot(sc.core)
+    return tuple(
+        (h.name, h.used, tuple(sorted(h.reserved.items()))) for h in saved.hosts
+    ), saved.shared_in_use
+
+
+def eight_by_four() -> ClusterBuilder:
+    return cluster().hosts_n(4, slots=8).queue("normal")
+
+
+SPAN_CASES = [
+    ("span[ptile=4]", 10, [("h1", 4), ("h2", 4), ("h3", 2)]),
+    ("span[ptile=8]", 8, [("h1", 8)]),
+    ("span[ptile=3]", 9, [("h1", 3), ("h2", 3), ("h3", 3)]),
+    ("span[hosts=1]", 6, [("h1", 6)]),
+    ("span[hosts=3]", 7, [("h1", 3), ("h2", 2), ("h3", 2)]),
+    ("span[hosts=2]", 16, [("h1", 8), ("h2", 8)]),
+]
+
+
+@pytest.mark.parametrize(
+    ("resreq", "tasks", "expected"),
+    SPAN_CASES,
+    ids=[
+        "ptile 4 for 10 tasks: 4+4+2, the last host takes fewer",
+        "ptile equal to tasks: one host",
+        "ptile 3 for 9 tasks: three full hosts",
+        "hosts=1: all on one host",
+        "hosts=3: as even as possible over exactly three hosts",
+        "hosts=2: two full hosts",
+    ],
+)
+def test_span_shapes(resreq: str, tasks: int, expected: list[tuple[str, int]]) -> None:
+    sc = eight_by_four().job(1, tasks=tasks, resreq=resreq).build()
+    sc.round(1)
+    assert shares(sc, 1) == expected
+
+
+def test_ptile_respected_on_every_host_even_when_hosts_are_partly_busy() -> None:
+    sc = (
+        eight_by_four().job(1, tasks=6).job(2, tasks=12, resreq="span[ptile=4]", submit_s=1).build()
+    )
+    sc.round(2)
+    assert shares(sc, 1) == [("h1", 6)]  # h1 has 2 left: too few for a share of 4
+    assert shares(sc, 2) == [("h2", 4), ("h3", 4), ("h4", 4)]
+
+
+def test_ptile_larger_than_the_task_count_pends_with_a_clear_reason() -> None:
+    sc = eight_by_four().job(1, tasks=2, resreq="span[ptile=4]").build()
+    assert sc.round(1) == [("PEND", 1, "PTILE_EXCEEDS_TASKS")]
+    assert pend_of(sc, 1).reason.detail == "span[ptile=4] for 2 tasks"
+
+
+def test_hosts_one_pends_when_no_single_host_has_room() -> None:
+    sc = (
+        cluster()
+        .hosts_n(4, slots=4)
+        .queue("normal")
+        .job(1, tasks=6, resreq="span[hosts=1]")
+        .build()
+    )
+    assert sc.round(1) == [("PEND", 1, "NOT_ENOUGH_HOSTS_FOR_SPAN")]
+
+
+def typed() -> ClusterBuilder:
+    return (
+        cluster()
+        .queue("normal")
+        .host("a1", 4, type="AIX", model="p5", mem=16000)
+        .host("l1", 4, type="LINUX", model="xeon", mem=4000)
+        .host("l2", 4, type="LINUX", model="xeon", mem=32000)
+        .host("l3", 8, type="LINUX", model="epyc", mem=64000)
+    )
+
+
+@pytest.mark.parametrize(
+    ("resreq", "tasks", "expected"),
+    [
+        ("select[type==AIX]", 1, [("a1", 1)]),
+        ("type==LINUX && mem>8000", 1, [("l2", 1)]),
+        ("select[maxmem >= 31GB]", 1, [("l2", 1)]),
+        ("select[hname=='l3']", 2, [("l3", 2)]),
+        ("select[type==any] order[maxmem]", 1, [("l3", 1)]),
+        ("order[-maxmem]", 1, [("l1", 1)]),
+        ("order[slots] span[hosts=1]", 4, [("l3", 4)]),
+        ("select[type==LINUX] same[model]", 6, [("l3", 6)]),
+        ("select[type==LINUX] same[model] span[ptile=4]", 8, [("l1", 4), ("l2", 4)]),
+    ],
+    ids=[
+        "select on type",
+        "plain string is a select; memory compare",
+        "units: 31GB is 31744 MB: the 32000 MB host passes",
+        "quoted host name",
+        "order by maxmem: largest first",
+        "order reversed: smallest first",
+        "order by free slots: emptiest host first",
+        "same model: only the epyc host can hold six",
+        "same model: two xeons, four each",
+    ],
+)
+def test_select_order_same(resreq: str, tasks: int, expected: list[tuple[str, int]]) -> None:
+    sc = typed().job(1, tasks=tasks, resreq=resreq).build()
+    sc.round(1)
+    assert shares(sc, 1) == expected
+
+
+def test_no_host_selected() -> None:
+    sc = typed().job(1, resreq="select[type==SPARC]").build()
+    assert sc.round(1) == [("PEND", 1, "NO_HOST_SELECTED")]
+
+
+def test_memory_rusage_is_reserved_per_task_and_given_back() -> None:
+    sc = (
+        cluster()
+        .queue("normal")
+        .host("h1", 4, mem=8000)
+        .host("h2", 4, mem=8000)
+        .job(1, tasks=2, resreq="rusage[mem=3000] span[hosts=1]")
+        .job(2, tasks=2, resreq="rusage[mem=3000] span[hosts=1]")
+        .job(3, tasks=2, resreq="rusage[mem=3000] span[hosts=1]")
+        .build()
+    )
+    assert sc.round(1) == [
+        ("DISPATCH", 1, ("h1",)),
+        ("DISPATCH", 2, ("h2",)),
+        ("PEND", 3, "NOT_ENOUGH_RESOURCE"),
+    ]
+    assert [(r.resource, r.code.value) for r in pend_of(sc, 3).reason.resources] == [
+        ("mem", "RESOURCE_SHORT")
+    ]
+    assert sc.core.state.hosts["h1"].reserved == {"mem": 6000.0}
+    alloc = sc.core.state.jobs[1].alloc
+    assert [(a.name, a.value) for a in alloc.hosts[0].allocs] == [("slots", 2.0), ("mem", 6000.0)]
+    sc.finish(1, at_s=2)
+    assert sc.core.state.hosts["h1"].reserved == {}
+    assert sc.round(2) == [("DISPATCH", 3, ("h1",))]
+
+
+def test_shared_licence_exhausted_pends_naming_the_licence() -> None:
+    sc = (
+        eight_by_four()
+        .job(1, resreq="rusage[lic=1]")
+        .job(2, resreq="rusage[lic=1]")
+        .job(3, resreq="rusage[lic=1]")
+        .build()
+    )
+    licence(sc, 2)
+    assert sc.round(1) == [
+        ("DISPATCH", 1, ("h1",)),
+        ("DISPATCH", 2, ("h1",)),
+        ("PEND", 3, "NOT_ENOUGH_RESOURCE"),
+    ]
+    reason = pend_of(sc, 3).reason
+    assert [(r.resource, r.host, r.code.value) for r in reason.resources] == [
+        ("lic", None, "RESOURCE_SHORT")
+    ]
+    shared = sc.core.state.jobs[1].alloc.shared
+    assert [(a.name, a.value, a.duration) for a in shared] == [("lic", 1.0, -1)]
+    assert sc.core.state.shared_in_use == {"lic": 2.0}
+    sc.finish(2, at_s=2)
+    assert sc.round(2) == [("DISPATCH", 3, ("h1",))]
+
+
+@pytest.mark.parametrize(
+    ("method", "tasks", "used"),
+    [("per_job", 4, 1.0), ("per_task", 4, 4.0), ("per_host", 4, 2.0)],
+    ids=["per job: once", "per task: times four", "per host: times two hosts"],
+)
+def test_reservation_method_multiplies_the_amount(method: str, tasks: int, used: float) -> None:
+    sc = (
+        cluster()
+        .hosts_n(2, slots=2)
+        .queue("normal")
+        .job(1, tasks=tasks, resreq="rusage[lic=1]")
+        .build()
+    )
+    licence(sc, 10, reserve_method=method)
+    sc.round(1)
+    assert sc.core.state.shared_in_use == {"lic": used}
+
+
+def test_duration_gives_the_reservation_back_while_the_job_runs() -> None:
+    sc = (
+        eight_by_four()
+        .job(1, resreq="rusage[lic=1:duration=1]")
+        .job(2, resreq="rusage[lic=1]", submit_s=1)
+        .build()
+    )
+    licence(sc, 1)
+    assert sc.round(1) == [("DISPATCH", 1, ("h1",)), ("PEND", 2, "NOT_ENOUGH_RESOURCE")]
+    assert sc.round(30) == []  # 30 s in: the minute is not over
+    assert sc.round(61) == [("DISPATCH", 2, ("h1",))]  # licence back at 60 s, job 1 runs on
+    assert sc.core.state.jobs[1].state is JobState.RUN
+    sc.finish(1, at_s=70)  # what expired is not given back twice
+    assert sc.core.state.shared_in_use == {"lic": 1.0}
+
+
+def test_suspend_gives_back_reservations_and_resume_takes_them_again() -> None:
+    sc = (
+        cluster()
+        .queue("normal")
+        .host("h1", 4, mem=8000)
+        .job(1, tasks=2, resreq="rusage[mem=1000:lic=1]")
+        .build()
+    )
+    licence(sc, 1)
+    sc.round(1)
+    before = counters(sc)
+    sc.state_change(1, JobState.SUSP, at_s=2)
+    assert counters(sc) == ((("h1", 0, ()),), {})
+    sc.state_change(1, JobState.RUN, at_s=3)
+    assert counters(sc) == before
+
+
+def test_unknown_or_non_consumable_rusage_is_a_bad_request() -> None:
+    sc = eight_by_four().job(1, resreq="rusage[foo=1]").job(2, resreq="rusage[arch=1]").build()
+    sc.push(
+        {
+            "type": "RESOURCES_PUSH",
+            "ts": 0,
+            "payload": {"resources": [{"name": "arch", "value_type": "string"}]},
+        }
+    )
+    assert sc.round(1) == [("PEND", 1, "BAD_RESREQ"), ("PEND", 2, "BAD_RESREQ")]
+    assert pend_of(sc, 1).reason.detail == "rusage[foo]: the resource is unknown"
+    assert pend_of(sc, 2).reason.detail == "rusage[arch]: the resource is not consumable"
+
+
+def test_a_request_that_does_not_parse_pends_naming_position_and_token() -> None:
+    sc = eight_by_four().job(1, resreq="select[mem>4000 &&& type==LINUX]").job(2).build()
+    assert sc.round(1) == [("PEND", 1, "BAD_RESREQ"), ("DISPATCH", 2, ("h1",))]
+    detail = pend_of(sc, 1).reason.detail
+    assert "position" in detail and "&" in detail
+
+
+def test_compound_allocates_every_part_with_one_from() -> None:
+    sc = typed().job(1, tasks=6, resreq="2*{select[type==AIX]} + 4*{select[model==epyc]}").build()
+    sc.core.push_event({"type": "BEGIN_ROUND", "ts": 1_700_000_000 * NS + 5, "payload": {}})
+    assert shares(sc, 1) == [("a1", 2), ("l3", 4)]
+    alloc = sc.core.state.jobs[1].alloc
+    assert {a.from_ for h in alloc.hosts for a in h.allocs} == {1_700_000_000}
+
+
+def test_compound_parts_see_what_earlier_parts_took() -> None:
+    sc = (
+        cluster()
+        .queue("normal")
+        .host("h1", 4)
+        .host("h2", 4)
+        .job(1, tasks=6, resreq="3*{-} + 3*{-}")
+        .build()
+    )
+    sc.round(1)
+    # The second part cannot use h1 (one slot left after the first part): h2.
+    assert shares(sc, 1) == [("h1", 3), ("h2", 3)]
+
+
+def test_compound_rollback_leaves_every_counter_as_before() -> None:
+    sc = (
+        typed()
+        .job(
+            1,
+            tasks=6,
+            resreq="2*{select[type==AIX] rusage[mem=1000:lic=1]} + 4*{select[type==SPARC]}",
+        )
+        .build()
+    )
+    licence(sc, 5)
+    before = counters(sc)
+    assert sc.round(1) == [("PEND", 1, "NO_HOST_SELECTED")]
+    assert counters(sc) == before
+    assert save_snapshot(sc.core).counters.next_instid >= 1
+
+
+def test_compound_task_count_must_match_the_job() -> None:
+    sc = eight_by_four().job(1, tasks=5, resreq="2*{-} + 2*{-}").build()
+    assert sc.round(1) == [("PEND", 1, "BAD_RESREQ")]
+    assert (
+        pend_of(sc, 1).reason.detail == "the compound requirement asks for 4 tasks, the job for 5"
+    )
+
+
+def test_alternative_takes_the_first_that_fits() -> None:
+    sc = (
+        cluster()
+        .hosts_n(4, slots=4)
+        .queue("normal")
+        .job(1, tasks=6, resreq="{span[hosts=1]} || {span[ptile=2]} || {span[ptile=3]}")
+        .build()
+    )
+    sc.round(1)
+    assert shares(sc, 1) == [("h1", 2), ("h2", 2), ("h3", 2)]
+
+
+def test_alternative_that_fits_nowhere_pends_with_the_first_alternatives_reason() -> None:
+    sc = (
+        cluster()
+        .hosts_n(2, slots=4)
+        .queue("normal")
+        .job(1, tasks=6, resreq="{span[hosts=1]} || {select[type==SPARC]}")
+        .build()
+    )
+    assert sc.round(1) == [("PEND", 1, "NOT_ENOUGH_HOSTS_FOR_SPAN")]
+
+
+@pytest.mark.parametrize(
+    ("single", "composite"),
+    [
+        ("span[ptile=2]", "6*{span[ptile=2]}"),
+        ("select[type==LINUX] order[maxmem]", "{select[type==LINUX] order[maxmem]}"),
+        ("span[hosts=1]", "{span[hosts=1]} || {span[hosts=1]}"),
+    ],
+    ids=["a one-part compound", "a one-alternative request", "two equal alternatives"],
+)
+def test_composite_paths_place_like_their_primary(single: str, composite: str) -> None:
+    """Req 9 AC 3: COMPOUND and ALTER call into the same primary path."""
+    placed = []
+    for resreq in (single, composite):
+        sc = (
+            typed()
+            .job(1, tasks=6 if "6*" in composite or "ptile" in single else 4, resreq=resreq)
+            .build()
+        )
+        sc.round(1)
+        placed.append(shares(sc, 1))
+    assert placed[0] == placed[1]
+
+
+def test_equal_requests_share_one_object() -> None:
+    sc = eight_by_four().build()
+    sc.submit(job_spec(1, resreq="select[mem>4000]"), job_spec(2, resreq="mem > 4000"), at_s=1)
+    jobs = sc.core.state.jobs
+    assert jobs[1].request is jobs[2].request
+
+
+def test_dispatch_records_list_every_reservation() -> None:
+    sc = (
+        cluster()
+        .queue("normal")
+        .host("h1", 4, mem=8000)
+        .host("h2", 4, mem=8000)
+        .job(1, tasks=4, resreq="rusage[mem=500] span[ptile=2]")
+        .build()
+    )
+    sc.round(1)
+    dispatch = next(d for d in sc.decisions if isinstance(d, Dispatch))
+    assert [[(a.name, a.value) for a in h.allocs] for h in dispatch.alloc.hosts] == [
+        [("slots", 2.0), ("mem", 1000.0)],
+        [("slots", 2.0), ("mem", 1000.0)],
+    ]
