@@ -18,8 +18,30 @@ from xce_schemas import HostStatus, JobState
 NS = 1_000_000_000
 QUEUES = ("low", "normal", "high")
 
+#: Requests random jobs carry: plain, spans, selects, reservations, composites, bad.
+REQUESTS = (
+    "",
+    "",
+    "span[ptile=2]",
+    "span[hosts=1]",
+    "select[maxslots >= 3] order[slots]",
+    "rusage[mem=500]",
+    "rusage[lic=1:duration=2]",
+    "rusage[lic=2] span[ptile=1]",
+    "same[model]",
+    "2*{-} + 1*{rusage[mem=100]}",
+    "{span[hosts=1]} || {span[ptile=1]}",
+    "select[mem>",
+)
+
 operation = st.one_of(
-    st.tuples(st.just("submit"), st.integers(1, 12), st.integers(-2, 2), st.sampled_from(QUEUES)),
+    st.tuples(
+        st.just("submit"),
+        st.integers(1, 12),
+        st.integers(-2, 2),
+        st.sampled_from(QUEUES),
+        st.sampled_from(REQUESTS),
+    ),
     st.tuples(st.just("round")),
     st.tuples(
         st.sampled_from(["finish", "fail", "requeue", "suspend", "resume", "kill"]),
@@ -63,9 +85,18 @@ def new_core(decisions: list[Any]) -> SchedCore:
         {
             "type": "WORKERS_PUSH",
             "ts": 0,
-            "payload": {"hosts": [{"name": f"h{i}", "slots": 1 + i % 4} for i in range(5)]},
+            "payload": {
+                "hosts": [
+                    {"name": f"h{i}", "slots": 1 + i % 4, "max_mem_mb": 2000, "model": f"m{i % 2}"}
+                    for i in range(5)
+                ]
+            },
         }
     )
+    resources = [{"name": "lic", "consumable": True, "shared": True}]
+    core.push_event({"type": "RESOURCES_PUSH", "ts": 0, "payload": {"resources": resources}})
+    licences = [{"resource": "lic", "value": 4}]
+    core.push_event({"type": "RESVALS_FULL", "ts": 0, "payload": {"values": licences}})
     return core
 
 
@@ -86,6 +117,7 @@ def event_for(core: SchedCore, op: tuple[Any, ...], step: int) -> dict[str, Any]
                         "tasks": op[1],
                         "priority": op[2],
                         "submit_ts": ts,
+                        "resreq": op[4],
                     }
                 ]
             },

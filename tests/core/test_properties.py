@@ -36,16 +36,30 @@ def run(ops: list[tuple[Any, ...]], check: bool) -> list[str]:
 def assert_conserved(core: SchedCore) -> None:
     state = core.state
     held: dict[str, int] = {h.name: 0 for h in state.host_order}
+    reserved: dict[str, dict[str, float]] = {h.name: {} for h in state.host_order}
+    shared: dict[str, float] = {}
     for job in state.jobs.values():
         if job.state is JobState.RUN:
             assert job.alloc is not None
             for name, slots in job.alloc.slots_by_host().items():
                 held[name] += slots
+            for h, host in enumerate(job.alloc.hosts):
+                for a, item in enumerate(host.allocs):
+                    if item.name != "slots" and (h, a) not in job.released:
+                        mine = reserved[host.host]
+                        mine[item.name] = mine.get(item.name, 0.0) + item.value
+            for a, item in enumerate(job.alloc.shared):
+                if (-1, a) not in job.released:
+                    shared[item.name] = shared.get(item.name, 0.0) + item.value
         elif job.state is JobState.PEND:
             assert job.alloc is None
         else:
             assert job.alloc is not None  # a suspended job keeps its hosts, not its slots
+    assert {k: v for k, v in shared.items() if v} == state.shared_in_use  # licences too
+    assert all(used <= 4 for used in state.shared_in_use.values())  # never over the pool
     for host in state.host_order:
+        assert {k: v for k, v in reserved[host.name].items() if v} == host.reserved
+        assert host.reserved.get("mem", 0.0) <= host.max_mem
         assert host.used == held[host.name]  # used = what running jobs hold
         assert 0 <= host.used <= host.slots  # used + free = capacity, free ≥ 0
         assert state.free_index.free_of(host.position) == host.usable_free

@@ -877,6 +877,17 @@ def test_text_longer_than_the_limit() -> None:
     )
 
 
+def test_canonical_text_longer_than_the_limit() -> None:
+    text = "rusage[" + ":".join(f"r{i}=1E" for i in range(1000)) + "]"
+    assert len(text) <= MAX_TEXT
+    assert parse_resreq(text) == ResreqError(
+        kind=SYNTAX,
+        position=0,
+        token="",
+        message=f"bad resource requirement at position 0: longer than {MAX_TEXT} characters when written canonically",
+    )
+
+
 @pytest.mark.parametrize(
     ("text", "position", "token"),
     [

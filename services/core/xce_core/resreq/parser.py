@@ -88,8 +88,9 @@ or parenthesis (position of the first unmatched closer, else of the innermost op
 never closed), an unterminated string, a bare ``=`` in select, a stray ``||``, an empty
 section (``select[]`` ... ``same[]``; the token is the keyword with its ``[`` as
 written), a section given twice (at the second), a bad number, an unknown function or
-span keyword, a text longer than ``MAX_TEXT`` characters (position ``MAX_TEXT``) or an
-expression nested deeper than ``MAX_DEPTH``. VALUE: it parses but a number or a
+span keyword, a text longer than ``MAX_TEXT`` characters (position ``MAX_TEXT``) or
+whose canonical text would be (position 0, so that every accepted text round-trips), or
+an expression nested deeper than ``MAX_DEPTH``. VALUE: it parses but a number or a
 combination is not allowed (see above). The error's ``token`` is always
 ``text[position:position + len(token)]``. When a text has several problems the report
 is: an unbalanced bracket first, else the first grammar error, else the first other
@@ -891,7 +892,11 @@ def _parse(text: str) -> Resreq | ResreqError:
     problem: _Refusal
     from_grammar = False
     try:
-        return cast(Resreq, _PARSER.parse(text))
+        result = cast(Resreq, _PARSER.parse(text))
+        if len(result.text) > MAX_TEXT:  # units and spacing can lengthen the canonical text
+            detail = f"longer than {MAX_TEXT} characters when written canonically"
+            return _error(ResreqErrorKind.SYNTAX, 0, "", detail)
+        return result
     except _Refusal as refusal:
         problem = refusal
     except UnexpectedInput as exc:
