@@ -11,18 +11,25 @@ from __future__ import annotations
 from enum import StrEnum
 from typing import Annotated, Any, Literal
 
-from pydantic import Field, TypeAdapter
+from pydantic import Field, Strict, TypeAdapter
 
 from xce_schemas.base import WireModel
 
 #: A name of a queue, host, user, project or resource: no spaces, not empty.
 Name = Annotated[str, Field(min_length=1, max_length=255, pattern=r"^[A-Za-z0-9_.:@+\-]+$")]
 
-#: Logical time in integer nanoseconds, unsigned 64-bit.
-TimestampNs = Annotated[int, Field(ge=0, lt=2**64)]
+#: Logical time in integer nanoseconds, unsigned 64-bit. Strict: a string, a float or
+#: a boolean is refused, not converted.
+TimestampNs = Annotated[int, Strict(), Field(ge=0, lt=2**64)]
 
-#: Job ids are unsigned 64-bit integers.
-JobId = Annotated[int, Field(ge=0, lt=2**64)]
+#: Job ids are unsigned 64-bit integers (strict, as ``TimestampNs``).
+JobId = Annotated[int, Strict(), Field(ge=0, lt=2**64)]
+
+#: A signed 32-bit priority (strict).
+Priority = Annotated[int, Strict(), Field(ge=-(2**31), lt=2**31)]
+
+#: A count of slots or tasks (strict).
+Count = Annotated[int, Strict(), Field(ge=0, le=2**31 - 1)]
 
 
 class JobState(StrEnum):
@@ -58,7 +65,7 @@ class QueueSpec(WireModel):
     """
 
     name: Name
-    priority: int = Field(default=0, ge=-(2**31), lt=2**31)
+    priority: Priority = 0
     job_pick_plugin: Name | None = None
     project_name: Name | None = None
 
@@ -93,8 +100,8 @@ class JobSpec(WireModel):
     queue: Name
     user: Name = "nobody"
     project: Name | None = None
-    priority: int = Field(default=0, ge=-(2**31), lt=2**31)
-    tasks: int = Field(default=1, ge=1, le=2**31 - 1)
+    priority: Priority = 0
+    tasks: Annotated[Count, Field(ge=1)] = 1
     resreq: str = Field(default="", max_length=65536)
     submit_ts: TimestampNs
 
@@ -112,7 +119,7 @@ class HostSpec(WireModel):
     """
 
     name: Name
-    slots: int = Field(ge=0, le=2**31 - 1)
+    slots: Count
     status: HostStatus = HostStatus.OK
     type: Name = "LINUX"
     model: Name = "generic"
@@ -216,7 +223,7 @@ class JobUpdatePayload(WireModel):
     """``JOB_UPDATE``: changed fields of a job (None: unchanged)."""
 
     jobid: JobId
-    priority: int | None = Field(default=None, ge=-(2**31), lt=2**31)
+    priority: Priority | None = None
     queue: Name | None = None
 
 

@@ -38,7 +38,7 @@ BAD_EVENTS: list[tuple[dict[str, Any], str]] = [
             "ts": 2 * NS,
             "payload": {"jobs": [{"jobid": 5, "queue": "normal", "submit_ts": 0, "tasks": 0}]},
         },
-        r"JOBS_PUSH rejected: payload\.jobs\.0\.tasks: Input should be greater than or equal to 1",
+        r"JOBS_PUSH rejected: payload\.jobs\[0\]\.tasks: Input should be greater than or equal to 1",
     ),
     (
         {
@@ -63,7 +63,7 @@ BAD_EVENTS: list[tuple[dict[str, Any], str]] = [
     ),
     (
         {"type": "JOBS_PUSH", "ts": 2 * NS, "payload": {"jobs": [{"jobid": 5, "queue": "normal"}]}},
-        r"JOBS_PUSH rejected: payload\.jobs\.0\.submit_ts: Field required",
+        r"JOBS_PUSH rejected: payload\.jobs\[0\]\.submit_ts: Field required",
     ),
     (
         {
@@ -75,7 +75,7 @@ BAD_EVENTS: list[tuple[dict[str, Any], str]] = [
     ),
     (
         {"type": "NO_SUCH_EVENT", "ts": 2 * NS, "payload": {}},
-        r"NO_SUCH_EVENT rejected: event: Input tag 'NO_SUCH_EVENT' found using 'type' does not match",
+        r"event rejected: type: 'NO_SUCH_EVENT' is not an event type; expected one of CONFIG_PUSH, ",
     ),
     (
         {"type": "JOB_STATE_CHANGE", "ts": 2 * NS, "payload": {"jobid": 99, "state": "DONE"}},
@@ -103,7 +103,7 @@ BAD_EVENTS: list[tuple[dict[str, Any], str]] = [
             "ts": 2 * NS,
             "payload": {"hosts": [{"name": "bad name", "slots": 1}]},
         },
-        r"WORKERS_PUSH rejected: payload\.hosts\.0\.name: String should match pattern",
+        r"WORKERS_PUSH rejected: payload\.hosts\[0\]\.name: String should match pattern",
     ),
     (
         {
@@ -162,6 +162,50 @@ BAD_EVENTS: list[tuple[dict[str, Any], str]] = [
         r"CONFIG_PUSH rejected: payload\.config\.queues\[1\]: duplicate 'normal'",
     ),
     (
+        {
+            "type": "JOBS_PUSH",
+            "ts": "3",
+            "payload": {"jobs": [{"jobid": 5, "queue": "normal", "submit_ts": 0}]},
+        },
+        r"JOBS_PUSH rejected: ts: Input should be a valid integer",
+    ),
+    (
+        {
+            "type": "JOBS_PUSH",
+            "ts": 2 * NS,
+            "payload": {"jobs": [{"jobid": "77", "queue": "normal", "submit_ts": 0}]},
+        },
+        r"JOBS_PUSH rejected: payload\.jobs\[0\]\.jobid: Input should be a valid integer",
+    ),
+    (
+        {
+            "type": "JOBS_PUSH",
+            "ts": 2 * NS,
+            "payload": {"jobs": [{"jobid": 5, "queue": "normal", "submit_ts": 0, "tasks": True}]},
+        },
+        r"JOBS_PUSH rejected: payload\.jobs\[0\]\.tasks: Input should be a valid integer",
+    ),
+    (
+        {
+            "type": "WORKERS_PUSH",
+            "ts": 2 * NS,
+            "payload": {"hosts": [{"name": "h5", "slots": 2.0}]},
+        },
+        r"WORKERS_PUSH rejected: payload\.hosts\[0\]\.slots: Input should be a valid integer",
+    ),
+    (
+        {
+            "type": "JOBS_PUSH",
+            "ts": 2 * NS,
+            "payload": {"jobs": [{"jobid": 5, "queue": "normal", "submit_ts": 2**62}]},
+        },
+        r"JOBS_PUSH rejected: payload\.jobs\[0\]\.submit_ts: 4611686018427387904 is later than the event's ts 2000000000",
+    ),
+    (
+        {"type": 5, "ts": 2 * NS, "payload": {}},
+        r"event rejected: type: 5 is not an event type; expected one of CONFIG_PUSH",
+    ),
+    (
         {"type": "BEGIN_ROUND", "ts": -5, "payload": {}},
         r"BEGIN_ROUND rejected: ts: Input should be greater than or equal to 0",
     ),
@@ -171,7 +215,7 @@ BAD_EVENTS: list[tuple[dict[str, Any], str]] = [
             "ts": 2 * NS,
             "payload": {"resources": [{"name": "x", "extra": 1}]},
         },
-        r"RESOURCES_PUSH rejected: payload\.resources\.0\.extra: Extra inputs are not permitted",
+        r"RESOURCES_PUSH rejected: payload\.resources\[0\]\.extra: Extra inputs are not permitted",
     ),
 ]
 
@@ -199,6 +243,12 @@ BAD_EVENTS: list[tuple[dict[str, Any], str]] = [
         "usage of an unknown job",
         "config drops a queue in use",
         "config with a queue twice",
+        "ts as a string",
+        "jobid as a string",
+        "tasks as a boolean",
+        "slots as a float",
+        "submit time in the future",
+        "type that is not a name",
         "negative ts",
         "unknown field",
     ],

@@ -50,6 +50,7 @@ from xce_schemas import (
     WorkersPush,
     parse_event,
 )
+from xce_schemas.errors import describe
 from xce_schemas.events import ResourceType
 
 from xce_core.alloc.job import allocate_job
@@ -88,13 +89,14 @@ def _reject(event_type: str, where: str, why: str) -> EventError:
 def _validation_error(data: Mapping[str, Any], exc: ValidationError) -> EventError:
     """Turn pydantic's report into one line naming the event type and field."""
     event_type = data.get("type")
-    if not isinstance(event_type, str):
+    known = ", ".join(EVENT_TYPES)
+    if "type" not in data:
+        return EventError(f"event rejected: type: missing; expected one of {known}")
+    if event_type not in EVENT_TYPES:
         return EventError(
-            f"event rejected: type: missing; expected one of {', '.join(EVENT_TYPES)}"
+            f"event rejected: type: {event_type!r} is not an event type; expected one of {known}"
         )
-    first = exc.errors()[0]
-    location = ".".join(str(part) for part in first["loc"][1:]) or "event"
-    return EventError(f"{event_type} rejected: {location}: {first['msg']}")
+    return EventError(f"{event_type} rejected: {describe(exc, skip=1, default='event')}")
 
 
 class _View:
@@ -389,6 +391,12 @@ class SchedCore:
                 raise _reject(event.type, f"{where}.jobid", f"job {spec.jobid} already exists")
             if spec.queue not in self.state.queues:
                 raise _reject(event.type, f"{where}.queue", f"unknown queue {spec.queue!r}")
+            if spec.submit_ts > event.ts:
+                raise _reject(
+                    event.type,
+                    f"{where}.submit_ts",
+                    f"{spec.submit_ts} is later than the event's ts {event.ts}",
+                )
             batch[spec.jobid] = None
         for spec in event.payload.jobs:
             job = Job(

@@ -16,11 +16,12 @@ class EventError(CoreError, ValueError):
     """
 
 
-class ConfigError(CoreError, ValueError):
+class ConfigError(EventError):
     """A configuration that cannot be applied, e.g. an unknown plugin name.
 
     Raised instead of falling back silently (Req 1 AC 6, Req 5 AC 5); the message
-    lists the known names.
+    lists the known names. It is an ``EventError``: a configuration event naming an
+    unknown plugin is rejected like any other bad event, nothing changed.
     """
 
 

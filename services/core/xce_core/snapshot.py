@@ -16,6 +16,7 @@ from typing import Any
 
 from pydantic import ValidationError
 from xce_schemas import Decision, PendingReason
+from xce_schemas.errors import describe
 from xce_schemas.events import QueueSpec
 from xce_schemas.snapshot import (
     SNAPSHOT_VERSION,
@@ -184,9 +185,7 @@ def load_snapshot(
         else:
             snapshot = CoreSnapshot.model_validate(data)
     except ValidationError as exc:
-        first = exc.errors()[0]
-        where = ".".join(str(part) for part in first["loc"]) or "snapshot"
-        raise SnapshotError(f"snapshot rejected: {where}: {first['msg']}") from None
+        raise SnapshotError(f"snapshot rejected: {describe(exc, default='snapshot')}") from None
     _check(snapshot)
     speed = Fraction(snapshot.clock.speed)
     core = SchedCore(

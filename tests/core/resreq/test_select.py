@@ -110,6 +110,23 @@ CASES = [
     ("any == type", True),
     ("model == 'any'", True),
     ("type != any", False),
+    # type==any folded away inside chains
+    ("type == any && mem > 9000", False),
+    ("type == any && mem > 4000", True),
+    ("type != any || gpu", True),
+    ("type != any || fpga", False),
+    ("!(type == any) || slots == 4", True),
+    ("type == any || mem / 0 > 1", True),
+    ("mem / 0 > 1 && type != any", False),
+    # three-valued chains of three
+    ("mem > 1 && type > 3 && gpu", False),
+    ("!(mem > 1 && type > 3 && fpga)", True),  # true && undefined && false = false
+    ("!(mem > 1 && type > 3 && gpu)", False),  # true && undefined && true = undefined
+    ("fpga || type > 3 || gpu", True),
+    ("!(fpga || type > 3 || zero)", False),  # false || undefined || false = undefined
+    # comparisons as values
+    ("(mem > 1) + (slots > 1) == 2", True),
+    ("(mem > 1) == gpu", True),
     # strings against numbers: undefined, never selected, also negated
     ("type > 3", False),
     ("type == 3", False),

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 from xce_core.plugins import AllocPlan, AllocPlanIter
 
-
 #: seqjob's plan: 1 host × 1 slot.
 ONE_BY_ONE = AllocPlan(1, 1, 1)
 

@@ -1,0 +1,32 @@
+"""One-line descriptions of validation errors, the same everywhere.
+
+Pydantic reports where a value failed as a location tuple; users see it as a dotted
+path with list indexes in brackets: ``payload.jobs[0].tasks: Input should be ...``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from pydantic import ValidationError
+
+#: Location parts pydantic adds for union and tagged-union branches, not fields.
+_BRANCHES = frozenset({"float", "int", "str", "bool", "function-after", "function-plain"})
+
+
+def field_path(location: Sequence[int | str]) -> str:
+    """``("payload", "jobs", 0, "tasks")`` → ``payload.jobs[0].tasks``."""
+    path = ""
+    for part in location:
+        if isinstance(part, int):
+            path += f"[{part}]"
+        elif part not in _BRANCHES:
+            path += f".{part}" if path else part
+    return path
+
+
+def describe(exc: ValidationError, skip: int = 0, default: str = "value") -> str:
+    """``path: message`` of the first error; ``skip`` drops leading location parts
+    (e.g. the union tag pydantic puts first)."""
+    first = exc.errors()[0]
+    return f"{field_path(first['loc'][skip:]) or default}: {first['msg']}"
