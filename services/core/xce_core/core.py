@@ -318,6 +318,14 @@ class SchedCore:
                     f"host {spec.name!r} cannot shrink to {spec.slots} slots "
                     f"while jobs hold {host.used}",
                 )
+            reserved_mem = 0.0 if host is None else host.reserved.get("mem", 0.0)
+            if spec.max_mem_mb < reserved_mem:
+                raise _reject(
+                    event.type,
+                    f"{where}.max_mem_mb",
+                    f"host {spec.name!r} cannot shrink to {spec.max_mem_mb:g} MB "
+                    f"while jobs reserve {reserved_mem:g} MB",
+                )
         for spec in hosts:
             existing = self.state.hosts.get(spec.name)
             if existing is None:

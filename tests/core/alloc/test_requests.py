@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from xce_core.errors import EventError
 from xce_core.snapshot import save_snapshot
 from xce_schemas import Dispatch, JobState, Pend
 
@@ -391,3 +392,19 @@ def test_dispatch_records_list_every_reservation() -> None:
         [("slots", 2.0), ("mem", 1000.0)],
         [("slots", 2.0), ("mem", 1000.0)],
     ]
+
+
+def test_host_memory_cannot_shrink_below_what_jobs_reserve() -> None:
+    sc = cluster().queue("normal").host("h1", 4, mem=8000).job(1, resreq="rusage[mem=3000]").build()
+    sc.round(1)
+    with pytest.raises(
+        EventError, match=r"host 'h1' cannot shrink to 2000 MB while jobs reserve 3000 MB"
+    ):
+        sc.push(
+            {
+                "type": "WORKERS_PUSH",
+                "ts": 2 * NS,
+                "payload": {"hosts": [{"name": "h1", "slots": 4, "max_mem_mb": 2000}]},
+            }
+        )
+    assert sc.core.state.hosts["h1"].max_mem == 8000

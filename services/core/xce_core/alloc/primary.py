@@ -21,7 +21,7 @@ Nothing here changes any state: the caller holds a ``Placement``.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import ClassVar, Protocol
 
@@ -32,10 +32,25 @@ from xce_core.alloc.free_index import FreeSlotIndex
 from xce_core.alloc.host_iter import SlotHostIter
 from xce_core.alloc.plan_iter import ParPlanIter, SinglePlanIter
 from xce_core.plugins import AllocPlan, AllocPlanIter, HostInfo, JobInfo
-from xce_core.resreq.model import EMPTY, Primary
+from xce_core.resreq.model import EMPTY, Primary, Select
 from xce_core.resreq.order import sort_hosts
 from xce_core.resreq.select import compile_select
 from xce_core.state import ClusterState
+
+#: Compiled selects by the identity of their (shared) Select object: hashing a whole
+#: expression tree on every allocation attempt would cost more than evaluating it.
+_COMPILED: dict[int, tuple[Select, Callable[[Mapping[str, float | str | bool]], bool]]] = {}
+
+
+def compiled(select: Select) -> Callable[[Mapping[str, float | str | bool]], bool]:
+    """The compiled form of ``select`` (compiled once per distinct select object)."""
+    entry = _COMPILED.get(id(select))
+    if entry is None or entry[0] is not select:
+        if len(_COMPILED) > 65536:
+            _COMPILED.clear()
+        entry = _COMPILED[id(select)] = (select, compile_select(select))
+    return entry[1]
+
 
 #: A reservation to make: (resource, amount, duration s or -1).
 Reservation = tuple[str, float, int]
@@ -185,7 +200,7 @@ class _Request:
         self.primary = primary
         self.tasks = tasks
         self.state = state
-        self.select = None if primary.select is None else compile_select(primary.select)
+        self.select = None if primary.select is None else compiled(primary.select)
         self.host_usages: list[tuple[str, float, int, ReserveMethod]] = []
         self.shared_usages: list[tuple[str, float, int, ReserveMethod]] = []
 

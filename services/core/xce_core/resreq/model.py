@@ -12,7 +12,7 @@ Nothing mutates a request once made; equal requests compare equal and hash alike
 the core shares one object per distinct request (identity first, then value).
 
 Select expressions are trees of the ``Node`` classes below. Units are normalised at
-parse time: memory amounts (``KB``, ``MB``, ``GB``, ``TB``) become MB.
+parse time: memory amounts (``KB``, ``MB``, ``GB``, ``TB``, ``PB``, ``EB``) become MB.
 """
 
 from __future__ import annotations
@@ -76,7 +76,7 @@ class Select:
     """A select section: the expression tree and its canonical text."""
 
     expr: Node
-    text: str
+    text: str = field(default="", compare=False)
 
 
 # --- the other sections ------------------------------------------------------------------
@@ -87,7 +87,8 @@ class OrderKey:
     """One ``order[]`` key: sort hosts by ``resource``, best first.
 
     ``descending`` True sorts larger values first (``order[-res]`` reverses the
-    resource's default direction; see ``xce_core.resreq.order``).
+    resource's default direction; the table is in ``xce_core.resreq.parser``, the
+    sorting in ``xce_core.resreq.order``).
     """
 
     resource: str
