@@ -20,7 +20,7 @@ def base() -> Scenario:
             "ts": 0,
             "payload": {
                 "resources": [
-                    {"name": "mem", "value_type": "numeric"},
+                    {"name": "scratch", "value_type": "numeric"},
                     {"name": "arch", "value_type": "string"},
                     {"name": "lic", "value_type": "numeric", "consumable": True, "shared": True},
                 ]
@@ -117,7 +117,7 @@ BAD_EVENTS: list[tuple[dict[str, Any], str]] = [
         {
             "type": "RESVALS_FULL",
             "ts": 2 * NS,
-            "payload": {"values": [{"resource": "mem", "host": "h7", "value": 1}]},
+            "payload": {"values": [{"resource": "scratch", "host": "h7", "value": 1}]},
         },
         r"RESVALS_FULL rejected: payload\.values\[0\]\.host: unknown host 'h7'",
     ),
@@ -125,9 +125,9 @@ BAD_EVENTS: list[tuple[dict[str, Any], str]] = [
         {
             "type": "RESVALS_DELTA",
             "ts": 2 * NS,
-            "payload": {"values": [{"resource": "mem", "host": "h1", "value": "lots"}]},
+            "payload": {"values": [{"resource": "scratch", "host": "h1", "value": "lots"}]},
         },
-        r"RESVALS_DELTA rejected: payload\.values\[0\]\.value: 'mem' is numeric, not 'lots'",
+        r"RESVALS_DELTA rejected: payload\.values\[0\]\.value: 'scratch' is numeric, not 'lots'",
     ),
     (
         {
@@ -347,7 +347,7 @@ def test_resume_without_room_is_rejected() -> None:
     )
     assert sc.round(2) == [("DISPATCH", 4, ("h1",))]
     with pytest.raises(
-        EventError, match=r"job 1 cannot resume: host 'h1' has 0 slots free, it needs 2"
+        EventError, match=r"job 1 cannot resume: 0 slots free on host 'h1', it needs 2"
     ):
         sc.state_change(1, JobState.RUN, at_s=3)
 
@@ -393,7 +393,7 @@ def test_hosts_resources_values_rusage_and_queue_updates_are_kept() -> None:
             "ts": 2 * NS,
             "payload": {
                 "values": [
-                    {"resource": "mem", "host": "h1", "value": 4000},
+                    {"resource": "scratch", "host": "h1", "value": 4000},
                     {"resource": "lic", "value": 3},
                 ]
             },
@@ -406,7 +406,7 @@ def test_hosts_resources_values_rusage_and_queue_updates_are_kept() -> None:
             "payload": {"values": [{"resource": "arch", "host": "h2", "value": "x86_64"}]},
         }
     )
-    assert state.resvals == {("mem", "h1"): 4000, ("lic", ""): 3, ("arch", "h2"): "x86_64"}
+    assert state.resvals == {("scratch", "h1"): 4000, ("lic", ""): 3, ("arch", "h2"): "x86_64"}
     sc.push({"type": "RESVALS_FULL", "ts": 2 * NS, "payload": {"values": []}})
     assert state.resvals == {}
     sc.push(

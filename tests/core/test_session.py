@@ -125,7 +125,9 @@ def test_every_picker_hook_is_called_when_the_spec_says() -> None:
     sc.push(
         {"type": "WORKERS_PUSH", "ts": 3 * NS, "payload": {"hosts": [{"name": "h2", "slots": 1}]}}
     )
-    sc.push({"type": "RESOURCES_PUSH", "ts": 3 * NS, "payload": {"resources": [{"name": "mem"}]}})
+    sc.push(
+        {"type": "RESOURCES_PUSH", "ts": 3 * NS, "payload": {"resources": [{"name": "scratch"}]}}
+    )
     assert Spy.calls == [
         "on_job_update 2",
         "on_job_rusage 1",

@@ -74,7 +74,7 @@ def busy_core() -> tuple[SchedCore, list[Decision]]:
         {
             "type": "RESOURCES_PUSH",
             "ts": 2 * NS,
-            "payload": {"resources": [{"name": "mem"}, {"name": "lic", "shared": True}]},
+            "payload": {"resources": [{"name": "scratch"}, {"name": "lic", "shared": True}]},
         }
     )
     sc.push(
@@ -83,7 +83,7 @@ def busy_core() -> tuple[SchedCore, list[Decision]]:
             "ts": 2 * NS,
             "payload": {
                 "values": [
-                    {"resource": "mem", "host": "h1", "value": 64000},
+                    {"resource": "scratch", "host": "h1", "value": 64000},
                     {"resource": "lic", "value": 5},
                 ]
             },

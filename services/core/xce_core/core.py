@@ -70,7 +70,7 @@ from xce_core.plugins import (
 from xce_core.resreq.model import EMPTY
 from xce_core.resreq.parser import parse_resreq
 from xce_core.session import SessionState
-from xce_core.state import ClusterState, Job, Queue
+from xce_core.state import BUILTIN_RESOURCES, EPSILON, ClusterState, Job, Queue
 
 log = logging.getLogger("xce_core")
 
@@ -339,9 +339,16 @@ class SchedCore:
 
     def _on_resources_push(self, event: ResourcesPush) -> None:
         names = [resource.name for resource in event.payload.resources]
-        for index, name in enumerate(names):
-            if name in names[:index]:
-                raise _reject(event.type, f"payload.resources[{index}]", f"duplicate {name!r}")
+        for index, resource in enumerate(event.payload.resources):
+            where = f"payload.resources[{index}]"
+            if resource.name in names[:index]:
+                raise _reject(event.type, where, f"duplicate {resource.name!r}")
+            if resource.name in BUILTIN_RESOURCES:
+                raise _reject(event.type, f"{where}.name", f"{resource.name!r} is built in")
+            if resource.consumable and resource.value_type is not ResourceType.NUMERIC:
+                raise _reject(
+                    event.type, f"{where}.consumable", "only a numeric resource is consumable"
+                )
         for resource in event.payload.resources:
             self.state.resources[resource.name] = resource
 
@@ -436,7 +443,7 @@ class SchedCore:
                 event.type, "payload.state", f"job {job.jobid} is pending: it cannot be suspended"
             )
         if new is JobState.RUN:  # resumed (old is SUSP): take its slots again
-            self._resume(event.type, job)
+            self._resume(event.type, job, event.ts)
         elif old is JobState.RUN:
             self._release(job)  # finished, failed, suspended or requeued: slots back
         if new in _FINISHED:
@@ -455,30 +462,19 @@ class SchedCore:
         assert job.alloc is not None, f"job {job.jobid} runs without an allocation"
         self.state.release(job.alloc, skip=job.released)
 
-    def _resume(self, event_type: str, job: Job) -> None:
+    def _resume(self, event_type: str, job: Job, ts: int) -> None:
         assert job.alloc is not None, f"job {job.jobid} is suspended without an allocation"
         state = self.state
-        for h, host_alloc in enumerate(job.alloc.hosts):
-            host = state.hosts[host_alloc.host]
-            for a, item in enumerate(host_alloc.allocs):
-                if (h, a) in job.released:
-                    continue
-                left = host.free if item.name == SLOTS else state.available(host, item.name)
-                if left is None or left < item.value:
-                    raise _reject(
-                        event_type,
-                        "payload.state",
-                        f"job {job.jobid} cannot resume: host {host.name!r} has {left or 0:g} "
-                        f"{item.name} free, it needs {item.value:g}",
-                    )
-        for a, item in enumerate(job.alloc.shared):
-            left = state.shared_available(item.name)
-            if (-1, a) not in job.released and (left is None or left < item.value):
+        # Reservations whose duration ended while it was suspended are not taken again.
+        self._expire_reservations(ts // 1_000_000_000)
+        for host, name, amount, free in state.needs(job.alloc, skip=job.released):
+            if free is None or free + EPSILON < amount:
+                where = "in the cluster" if host is None else f"on host {host!r}"
                 raise _reject(
                     event_type,
                     "payload.state",
-                    f"job {job.jobid} cannot resume: {left or 0:g} {item.name} free in the "
-                    f"cluster, it needs {item.value:g}",
+                    f"job {job.jobid} cannot resume: {free or 0:g} {name} free {where}, "
+                    f"it needs {amount:g}",
                 )
         state.hold(job.alloc, skip=job.released)
 

@@ -25,6 +25,22 @@ from xce_core.resreq.model import EMPTY, Resreq, ResreqError
 #: Field metadata of values that only key caches: not state, not snapshotted.
 CACHE = {"cache": True}
 
+#: Reserved amounts closer to zero than this are zero: float sums of amounts given
+#: back in another order than taken leave residues like 1e-15 (MB, licences).
+EPSILON = 1e-9
+
+#: Resource names the core defines itself; a user resource may not take them.
+BUILTIN_RESOURCES = frozenset({"slots", "maxslots", "mem", "maxmem", "type", "model", "hname"})
+
+
+def _add(amounts: dict[str, float], name: str, delta: float) -> None:
+    """Add ``delta`` to ``amounts[name]``, dropping the entry when it comes to zero."""
+    left = amounts.get(name, 0.0) + delta
+    if abs(left) < EPSILON:
+        amounts.pop(name, None)
+    else:
+        amounts[name] = left
+
 
 @dataclass(slots=True)
 class Queue:
@@ -240,20 +256,36 @@ class ClusterState:
                 if item.name == SLOTS:
                     host.used += sign * int(item.value)
                 else:
-                    left = host.reserved.get(item.name, 0.0) + sign * item.value
-                    if left:
-                        host.reserved[item.name] = left
-                    else:
-                        host.reserved.pop(item.name, None)
+                    _add(host.reserved, item.name, sign * item.value)
             self._reindex(host)
         for a, item in enumerate(alloc.shared):
-            if (-1, a) in skip:
-                continue
-            left = self.shared_in_use.get(item.name, 0.0) + sign * item.value
-            if left:
-                self.shared_in_use[item.name] = left
+            if (-1, a) not in skip:
+                _add(self.shared_in_use, item.name, sign * item.value)
+
+    def needs(
+        self, alloc: JobAlloc, skip: frozenset[tuple[int, int]] = frozenset()
+    ) -> list[tuple[str | None, str, float, float | None]]:
+        """What holding ``alloc`` (less ``skip``) would take, summed per host and
+        resource: ``(host or None for a shared pool, resource, amount, free now)``."""
+        wanted: dict[tuple[str | None, str], float] = {}
+        for h, host_alloc in enumerate(alloc.hosts):
+            for a, item in enumerate(host_alloc.allocs):
+                if (h, a) not in skip:
+                    key = (host_alloc.host, item.name)
+                    wanted[key] = wanted.get(key, 0.0) + item.value
+        for a, item in enumerate(alloc.shared):
+            if (-1, a) not in skip:
+                wanted[(None, item.name)] = wanted.get((None, item.name), 0.0) + item.value
+        out = []
+        for (where, name), amount in wanted.items():
+            if where is None:
+                free = self.shared_available(name)
+            elif name == SLOTS:
+                free = float(self.hosts[where].free)
             else:
-                self.shared_in_use.pop(item.name, None)
+                free = self.available(self.hosts[where], name)
+            out.append((where, name, amount, free))
+        return out
 
     def take_slots(self, host: Host, slots: int) -> None:
         """A job takes ``slots`` on ``host`` (caller checked they are free)."""

@@ -408,3 +408,125 @@ def test_host_memory_cannot_shrink_below_what_jobs_reserve() -> None:
             }
         )
     assert sc.core.state.hosts["h1"].max_mem == 8000
+
+
+def test_resume_sums_what_a_compound_holds_on_one_host() -> None:
+    sc = cluster().queue("normal").host("h1", 4).job(1, tasks=4, resreq="2*{-} + 2*{-}").build()
+    sc.round(1)
+    assert shares(sc, 1) == [("h1", 2), ("h1", 2)]
+    sc.state_change(1, JobState.SUSP, at_s=2)
+    sc.submit(job_spec(2, tasks=2, submit_s=2), at_s=2)
+    sc.round(3)
+    with pytest.raises(
+        EventError, match=r"job 1 cannot resume: 2 slots free on host 'h1', it needs 4"
+    ):
+        sc.state_change(1, JobState.RUN, at_s=4)
+    assert sc.core.state.hosts["h1"].used == 2
+
+
+def test_reservations_given_back_in_another_order_leave_no_residue() -> None:
+    sc = cluster().queue("normal").host("h1", 8, mem=10).build()
+    sc.submit(
+        *[
+            job_spec(j, resreq=f"rusage[mem={v}]")
+            for j, v in enumerate([1.1, 0.7, 1.3, 0.3, 1.3, 1.1], 1)
+        ],
+        at_s=0,
+    )
+    sc.round(1)
+    for jobid in (3, 1, 4, 2, 5, 6):
+        sc.finish(jobid, at_s=2)
+    assert sc.core.state.hosts["h1"].reserved == {}
+    sc.submit(job_spec(10, resreq="rusage[mem=10]", submit_s=3), at_s=3)
+    assert sc.round(3) == [("DISPATCH", 10, ("h1",))]
+
+
+@pytest.mark.parametrize(
+    ("resource", "message"),
+    [
+        (
+            {"name": "slots", "consumable": True},
+            r"payload\.resources\[0\]\.name: 'slots' is built in",
+        ),
+        (
+            {"name": "type", "value_type": "string"},
+            r"payload\.resources\[0\]\.name: 'type' is built in",
+        ),
+        (
+            {"name": "os", "value_type": "string", "consumable": True},
+            r"payload\.resources\[0\]\.consumable: only a numeric resource is consumable",
+        ),
+    ],
+    ids=["a resource named slots", "a resource named type", "a consumable string"],
+)
+def test_resource_definitions_that_would_corrupt_accounting_are_refused(
+    resource: dict[str, Any], message: str
+) -> None:
+    sc = eight_by_four().build()
+    with pytest.raises(EventError, match=message):
+        sc.push({"type": "RESOURCES_PUSH", "ts": 0, "payload": {"resources": [resource]}})
+
+
+def test_a_bad_rusage_is_bad_even_on_a_full_cluster() -> None:
+    sc = cluster().hosts_n(1).queue("normal").job(1).job(2, resreq="rusage[nosuch=1]").build()
+    assert sc.round(1) == [("DISPATCH", 1, ("h1",)), ("PEND", 2, "BAD_RESREQ")]
+
+
+def test_an_impossible_alternative_does_not_decide_the_reason() -> None:
+    sc = (
+        cluster()
+        .hosts_n(2)
+        .queue("normal")
+        .job(1, tasks=2)
+        .job(2, tasks=2, resreq="{4*{-}} || {span[hosts=1]}")
+        .build()
+    )
+    assert sc.round(1) == [("DISPATCH", 1, ("h1", "h2")), ("PEND", 2, "NOT_ENOUGH_SLOTS")]
+
+
+@pytest.mark.parametrize(
+    ("tasks", "expected"),
+    [
+        (8, [("h1", 4), ("h2", 4)]),
+        (7, [("h1", 4), ("h2", 3)]),
+        (4, "BAD_RESREQ"),
+        (9, "BAD_RESREQ"),
+    ],
+    ids=[
+        "exactly 2 x 4",
+        "two hosts, the last takes 3",
+        "4 tasks need only one host of 4",
+        "9 tasks need a third host",
+    ],
+)
+def test_span_hosts_with_ptile(tasks: int, expected: object) -> None:
+    sc = eight_by_four().job(1, tasks=tasks, resreq="span[hosts=2:ptile=4]").build()
+    decided = sc.round(1)
+    if expected == "BAD_RESREQ":
+        assert decided == [("PEND", 1, "BAD_RESREQ")]
+        assert pend_of(sc, 1).reason.detail == f"span[hosts=2:ptile=4] does not fit {tasks} tasks"
+    else:
+        assert shares(sc, 1) == expected
+
+
+def test_resume_after_the_reservation_ended_during_the_suspension() -> None:
+    sc = (
+        cluster()
+        .queue("normal")
+        .host("h1", 8, mem=1000)
+        .job(1, resreq="rusage[mem=800:duration=10s]")
+        .build()
+    )
+    sc.round(100)
+    sc.state_change(1, JobState.SUSP, at_s=105)
+    sc.submit(job_spec(2, resreq="rusage[mem=500]", submit_s=105), at_s=105)
+    assert sc.round(106) == [("DISPATCH", 2, ("h1",))]
+    sc.state_change(1, JobState.RUN, at_s=200)  # its 10 s reservation ended at 110: nothing to take
+    assert sc.core.state.hosts["h1"].reserved == {"mem": 500.0}
+
+
+def test_a_bad_request_names_its_token() -> None:
+    sc = eight_by_four().job(1, resreq="span[ptile=0]").build()
+    sc.round(1)
+    detail = pend_of(sc, 1).reason.detail
+    assert "position" in detail and "0" in detail

@@ -50,14 +50,21 @@ def allocate_job(
         SessionCancelled: the session was cancelled; nothing is held.
     """
     if isinstance(request, ResreqError):
-        return Unsatisfied(PendingCode.BAD_RESREQ, resolvable=False, detail=request.message)
+        detail = request.message
+        if request.token and repr(request.token) not in detail:
+            detail = f"{detail} ({request.token!r})"
+        return Unsatisfied(PendingCode.BAD_RESREQ, resolvable=False, detail=detail)
     if isinstance(request, Alter):
+        # The reason is the first alternative's that can ever fit; a job whose
+        # alternatives are all bad pends with the first one's BAD_RESREQ.
         first: Unsatisfied | None = None
         for alternative in request.alternatives:
             outcome = _allocate(job, alternative, state, check_cancel, build)
             if isinstance(outcome, JobAlloc):
                 return outcome
-            first = first or outcome
+            bad_so_far = first is not None and first.code is PendingCode.BAD_RESREQ
+            if first is None or (bad_so_far and outcome.code is not PendingCode.BAD_RESREQ):
+                first = outcome
         assert first is not None, "an alternative request has alternatives"
         return first
     return _allocate(job, request, state, check_cancel, build)

@@ -35,7 +35,7 @@ from xce_core.plugins import AllocPlan, AllocPlanIter, HostInfo, JobInfo
 from xce_core.resreq.model import EMPTY, Primary, Select
 from xce_core.resreq.order import sort_hosts
 from xce_core.resreq.select import compile_select
-from xce_core.state import ClusterState
+from xce_core.state import EPSILON, ClusterState
 
 #: Compiled selects by the identity of their (shared) Select object: hashing a whole
 #: expression tree on every allocation attempt would cost more than evaluating it.
@@ -259,7 +259,7 @@ class _Request:
         return tuple(
             resource
             for resource, amount, _ in self.shared_reservations(nhosts)
-            if (self.state.shared_available(resource) or 0.0) < amount
+            if (self.state.shared_available(resource) or 0.0) + EPSILON < amount
         )
 
     def selected(self, host: HostInfo) -> bool:
@@ -273,7 +273,7 @@ class _Request:
         state = self.state
         for resource, amount, _ in self.host_reservations(slots, first):
             left = state.available(host, resource)  # type: ignore[arg-type]
-            if left is None or left < amount:
+            if left is None or left + EPSILON < amount:
                 return False
         return True
 
@@ -357,16 +357,30 @@ def allocate_primary(
             resolvable=False,
             detail=f"span[hosts={span.hosts}] for {tasks} tasks",
         )
+    if (
+        span is not None
+        and span.hosts is not None
+        and span.hosts > 0
+        and span.ptile is not None
+        and -(-tasks // span.ptile) != span.hosts
+    ):
+        return Unsatisfied(
+            PendingCode.BAD_RESREQ,
+            resolvable=False,
+            detail=f"span[hosts={span.hosts}:ptile={span.ptile}] does not fit {tasks} tasks",
+        )
+    request = None
+    if state is not None and primary != EMPTY:
+        request = _Request(primary, tasks, state)
+        refused = request.resolve()
+        if refused is not None:  # a bad request is bad however busy the cluster is
+            return refused
     if index.total_free < tasks:  # the common case on a busy cluster: decided in O(1)
         if not hosts:
             return _NO_HOSTS
         return _TOO_LARGE if tasks > capacity else _SHORT
-    if state is None or primary == EMPTY:
+    if request is None or state is None:
         return _plain(tasks, hosts, index, check_cancel, allocator, primary)
-    request = _Request(primary, tasks, state)
-    refused = request.resolve()
-    if refused is not None:
-        return refused
     plans = plans_for(primary, tasks, allocator)
     try:
         while (plan := plans.next()) is not None:
