@@ -7,8 +7,6 @@ must start every job at the same second.
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 from xce_driver.simulate import run_simulation
 from xce_driver.workloads.lublin import generate_lublin
@@ -16,8 +14,7 @@ from xce_driver.workloads.mapping import map_trace
 from xce_driver.workloads.swf import read_swf
 
 from benchmarks.naive_fcfs import simulate as naive_simulate
-
-WORKLOADS = Path(__file__).resolve().parents[2] / "shared" / "workloads"
+from tests.driver.conftest import shared_trace
 
 
 def agree(trace_jobs: int, workload) -> None:  # type: ignore[no-untyped-def]
@@ -36,10 +33,7 @@ def agree(trace_jobs: int, workload) -> None:  # type: ignore[no-untyped-def]
     ids=["SDSC-SP2 prefix", "KTH-SP2 prefix (EASY log)", "overloaded Lublin model"],
 )
 def test_real_trace_prefix_starts_match_the_naive_oracle(trace: str) -> None:
-    path = WORKLOADS / trace
-    if not path.exists():
-        pytest.skip(f"{path} is absent (traces are not shipped with the repo)")
-    agree(1500, map_trace(read_swf(path), max_jobs=1500))
+    agree(1500, map_trace(read_swf(shared_trace(trace)), max_jobs=1500))
 
 
 def test_generated_workload_starts_match_the_naive_oracle() -> None:

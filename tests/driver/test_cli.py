@@ -6,9 +6,11 @@ Most tests call ``xce_driver.cli.main`` in-process; a few run the installed
 
 from __future__ import annotations
 
+import argparse
 import csv
 import gzip
 import os
+import re
 import statistics
 import subprocess
 from collections.abc import Callable
@@ -16,10 +18,12 @@ from pathlib import Path
 
 import orjson
 import pytest
-from xce_driver.cli import main
-from xce_driver.workloads.swf import SwfTrace, read_swf
+from xce_driver.cli import build_parser, main
+from xce_driver.workloads.swf import SwfTrace
 from xce_schemas import JobsPush, parse_recording_line
 from xce_schemas.snapshot import CoreSnapshot
+
+from tests.driver.conftest import REPO_ROOT
 
 SDSC = "SDSC-SP2-1998-4.2-cln.swf.gz"
 
@@ -174,7 +178,9 @@ def test_console_script_bad_input(
 
 
 @pytest.fixture(scope="module")
-def sdsc_run(workloads_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+def sdsc_run(
+    trace_path: Callable[[str], Path], tmp_path_factory: pytest.TempPathFactory
+) -> dict[str, Path]:
     """One CI-sized simulation of the first 2,000 SDSC-SP2 records, with every output."""
     out = tmp_path_factory.mktemp("sdsc")
     paths = {"report": out / "report.json", "jobs": out / "jobs.csv", "record": out / "a.jsonl"}
@@ -182,7 +188,7 @@ def sdsc_run(workloads_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> d
         [
             "simulate",
             "--workload",
-            str(workloads_dir / SDSC),
+            str(trace_path(SDSC)),
             "--max-jobs",
             "2000",
             "--quiet",
@@ -198,10 +204,10 @@ def sdsc_run(workloads_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> d
     return paths
 
 
-def test_sdsc_prefix_report(sdsc_run: dict[str, Path], workloads_dir: Path) -> None:
+def test_sdsc_prefix_report(sdsc_run: dict[str, Path], trace_path: Callable[[str], Path]) -> None:
     report = orjson.loads(sdsc_run["report"].read_bytes())
     assert set(REPORT_KEYS) <= set(report)
-    assert report["workload"] == str(workloads_dir / SDSC)
+    assert report["workload"] == str(trace_path(SDSC))
     assert (report["hosts"], report["slots"]) == (128, 128)
     # The first 2,000 records hold 127 with run time -1 (cancelled before they ran).
     assert report["jobs_total"] == 2000
@@ -236,12 +242,12 @@ def test_sdsc_prefix_jobs_keep_trace_numbers_and_times(
 
 def test_sdsc_prefix_decisions_are_identical_across_runs(
     sdsc_run: dict[str, Path],
-    workloads_dir: Path,
+    trace_path: Callable[[str], Path],
     tmp_path: Path,
     capsys: pytest.CaptureFixture[str],
 ) -> None:
     again = tmp_path / "b.jsonl"
-    argv = ["simulate", "--workload", str(workloads_dir / SDSC), "--max-jobs", "2000"]
+    argv = ["simulate", "--workload", str(trace_path(SDSC)), "--max-jobs", "2000"]
     assert run_cli([*argv, "--quiet", "--record", str(again)], capsys) == (0, "", "")
     first = sdsc_run["record"].read_bytes().splitlines()
     second = again.read_bytes().splitlines()
@@ -250,10 +256,11 @@ def test_sdsc_prefix_decisions_are_identical_across_runs(
 
 
 def test_sdsc_queue_map(
-    workloads_dir: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    load_trace: Callable[[str], SwfTrace], tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     record_path = tmp_path / "q.jsonl"
-    argv = ["simulate", "--workload", str(workloads_dir / SDSC), "--max-jobs", "300", "--quiet"]
+    trace = load_trace(SDSC)
+    argv = ["simulate", "--workload", trace.source, "--max-jobs", "300", "--quiet"]
     argv += ["--swf-queues", "0=interactive:60,1=express:50,2=high:40,*=normal:30"]
     assert run_cli([*argv, "--record", str(record_path)], capsys) == (0, "", "")
     lines = [parse_recording_line(line) for line in record_path.read_bytes().splitlines()]
@@ -267,7 +274,6 @@ def test_sdsc_queue_map(
         ("normal", 30),
     ]
     names = {0: "interactive", 1: "express", 2: "high"}
-    trace = read_swf(workloads_dir / SDSC)
     queue_of = {r.job_number: names.get(r.queue_number, "normal") for r in trace.records[:300]}
     pushed = [job for line in lines if isinstance(line, JobsPush) for job in line.payload.jobs]
     assert pushed
@@ -276,13 +282,12 @@ def test_sdsc_queue_map(
 
 
 def test_small_cluster_rejects_jobs_larger_than_it(
-    workloads_dir: Path,
     load_trace: Callable[[str], SwfTrace],
     tmp_path: Path,
     capsys: pytest.CaptureFixture[str],
 ) -> None:
     report_path = tmp_path / "r.json"
-    argv = ["simulate", "--workload", str(workloads_dir / SDSC), "--max-jobs", "300"]
+    argv = ["simulate", "--workload", load_trace(SDSC).source, "--max-jobs", "300"]
     argv += ["--hosts", "16", "--quiet", "--report", str(report_path)]
     assert run_cli(argv, capsys) == (0, "", "")
     runnable = [r for r in load_trace(SDSC).records[:300] if r.run_time >= 0]
@@ -355,11 +360,11 @@ BAD_INPUT = [
     ),
     (
         lambda tmp: ["--swf-queues", "garbage"],
-        lambda tmp: "queue map entry 'garbage' is not NUM=NAME[:PRIORITY]",
+        lambda tmp: "--swf-queues: queue map entry 'garbage' is not NUM=NAME[:PRIORITY]",
     ),
     (
         lambda tmp: ["--swf-queues", "1=express:50,2=express:40"],
-        lambda tmp: "queue 'express' is given two priorities",
+        lambda tmp: "--swf-queues: queue 'express' is given two priorities",
     ),
     (
         lambda tmp: ["--report", str(tmp / "missing" / "r.json")],
@@ -379,9 +384,7 @@ BAD_INPUT = [
     ),
     (
         lambda tmp: ["--report", str(_swf(tmp, "; MaxProcs: 8\n") / "r.json")],
-        lambda tmp: (
-            f"--report {tmp / 'bad.swf' / 'r.json'}: folder {tmp / 'bad.swf'} does not exist"
-        ),
+        lambda tmp: f"--report {tmp / 'bad.swf' / 'r.json'}: {tmp / 'bad.swf'} is not a folder",
     ),
 ]
 BAD_INPUT_IDS = [
@@ -416,7 +419,7 @@ def test_bad_input_is_one_error_line(
     make_argv: Callable[[Path], list[str]],
     make_message: Callable[[Path], str],
 ) -> None:
-    code, out, err = run_cli(["simulate", "--jobs", "20", *make_argv(tmp_path)], capsys)
+    code, out, err = run_cli(["simulate", "--max-jobs", "20", *make_argv(tmp_path)], capsys)
     _assert_one_error_line(code, out, err, make_message(tmp_path))
 
 
@@ -450,7 +453,9 @@ def test_failed_run_writes_no_output_files(
 def test_bad_input_found_late_is_one_error_line(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], make_argv: Callable[[Path], list[str]]
 ) -> None:
-    code, _, err = run_cli(["simulate", "--jobs", "20", "--quiet", *make_argv(tmp_path)], capsys)
+    code, _, err = run_cli(
+        ["simulate", "--max-jobs", "20", "--quiet", *make_argv(tmp_path)], capsys
+    )
     assert code == 2
     assert "Traceback" not in err
     assert len(err.splitlines()) == 1
@@ -491,7 +496,514 @@ def test_usage_errors(argv: list[str], option: str, capsys: pytest.CaptureFixtur
     assert code == 2
     assert out == ""
     assert "Traceback" not in err
-    last = err.splitlines()[-1]
-    assert last.startswith(("xce-sched simulate: error:", "xce-sched: error:"))
-    assert option in last
-    assert err.startswith("usage: xce-sched")
+    (line,) = err.splitlines()
+    assert line.startswith("xce-sched: error: ")
+    assert option in line
+
+
+# --- ceilings, strict numbers, ignored inputs (one error line, before any work) ---------------
+
+
+def _trace_with(tmp: Path, header: str, *records: str, name: str = "t.swf") -> Path:
+    return _swf(tmp, header + "".join(record + "\n" for record in records), name)
+
+
+MISTAKES = [
+    # Ceilings of the options.
+    (
+        lambda tmp: ["--hosts", "1000000000"],
+        lambda tmp: "argument --hosts: 1000000000 is more than the ceiling of 1,000,000 hosts",
+    ),
+    (
+        lambda tmp: ["--hosts", "1" + "0" * 35],
+        lambda tmp: (
+            "argument --hosts: 100000000000000000000000000000000000 is more than the ceiling "
+            "of 1,000,000 hosts"
+        ),
+    ),
+    (
+        lambda tmp: ["--hosts", "9" * 5000],
+        lambda tmp: f"argument --hosts: {'9' * 40}... is more than the ceiling of 1,000,000 hosts",
+    ),
+    (
+        lambda tmp: ["--slots-per-host", "2147483648"],
+        lambda tmp: (
+            "argument --slots-per-host: 2147483648 is more than the ceiling of 2,147,483,647 slots"
+        ),
+    ),
+    (
+        lambda tmp: ["--hosts", "1000000", "--slots-per-host", "4096"],
+        lambda tmp: (
+            "--hosts × --slots-per-host: 1,000,000 × 4,096 = 4,096,000,000 slots, more than "
+            "the ceiling of 2,147,483,647"
+        ),
+    ),
+    (
+        lambda tmp: ["--slots-per-host", "2147483647"],
+        lambda tmp: (
+            "--hosts × --slots-per-host: 128 × 2,147,483,647 = 274,877,906,816 slots, more "
+            "than the ceiling of 2,147,483,647"
+        ),
+    ),
+    (
+        lambda tmp: ["--round-interval", "1000000001"],
+        lambda tmp: (
+            "argument --round-interval: 1000000001 is more than the ceiling of 1,000,000,000 s"
+        ),
+    ),
+    (
+        lambda tmp: ["--jobs", "10000001"],
+        lambda tmp: "argument --jobs: 10000001 is more than the ceiling of 10,000,000 jobs",
+    ),
+    (
+        lambda tmp: ["--host-mem", str(2**40 + 1)],
+        lambda tmp: (
+            "argument --host-mem: 1099511627777 is more than the ceiling of 1,099,511,627,776 MB"
+        ),
+    ),
+    (
+        lambda tmp: ["--seed", str(2**64)],
+        lambda tmp: (
+            "argument --seed: 18446744073709551616 is more than the ceiling of "
+            "18,446,744,073,709,551,615"
+        ),
+    ),
+    # A machine size in the header beyond the ceiling.
+    (
+        lambda tmp: [
+            "--workload",
+            str(_trace_with(tmp, "; MaxProcs: 999999999999\n", GOOD_RECORD)),
+        ],
+        lambda tmp: (
+            f"{tmp / 't.swf'}: header MaxProcs: 999999999999 hosts is more than the ceiling "
+            "of 1,000,000; pass --hosts"
+        ),
+    ),
+    (
+        lambda tmp: ["--workload", str(_trace_with(tmp, "; MaxNodes: 1000001\n", GOOD_RECORD))],
+        lambda tmp: (
+            f"{tmp / 't.swf'}: header MaxNodes: 1000001 hosts is more than the ceiling "
+            "of 1,000,000; pass --hosts"
+        ),
+    ),
+    # Values of a trace beyond what can be simulated, found before the run.
+    (
+        lambda tmp: [
+            "--workload",
+            str(
+                _trace_with(
+                    tmp,
+                    "; MaxProcs: 8\n",
+                    GOOD_RECORD,
+                    "2 0 5 99999999999 4 -1 -1 4 200 -1 1 3 2 7 1 1 -1 -1",
+                )
+            ),
+        ],
+        lambda tmp: (
+            f"{tmp / 't.swf'}:3: field 4 (run_time): 99999999999 is too long; UnixStartTime "
+            "(0) + submit time (0) + run time must stay below 10,000,000,000 s (the year 2286)"
+        ),
+    ),
+    (
+        lambda tmp: [
+            "--workload",
+            str(
+                _trace_with(
+                    tmp,
+                    "; MaxProcs: 8\n",
+                    GOOD_RECORD.replace("1 0 5", "1 18446744073709551616 5", 1),
+                )
+            ),
+        ],
+        lambda tmp: (
+            f"{tmp / 't.swf'}:2: field 2 (submit_time): 18446744073709551616 is too late; "
+            "UnixStartTime (0) + submit time must stay below 10,000,000,000 s (the year 2286)"
+        ),
+    ),
+    (
+        lambda tmp: [
+            "--workload",
+            str(_trace_with(tmp, "; MaxProcs: 8\n; UnixStartTime: abc\n", GOOD_RECORD)),
+        ],
+        lambda tmp: (
+            f"{tmp / 't.swf'}: header UnixStartTime: 'abc' is not a whole number of seconds "
+            "(0 or more)"
+        ),
+    ),
+    (
+        lambda tmp: [
+            "--workload",
+            str(
+                _trace_with(
+                    tmp, "; MaxProcs: 8\n", GOOD_RECORD.replace(" 4 200 ", " 4294967296 200 ")
+                )
+            ),
+        ],
+        lambda tmp: (
+            f"{tmp / 't.swf'}:2: field 8 (requested_procs): 4294967296 is more than "
+            "2,147,483,647 processors"
+        ),
+    ),
+    # Numbers written in ways Python accepts and the format does not.
+    (
+        lambda tmp: ["--hosts", "1_000"],
+        lambda tmp: "argument --hosts: '1_000' is not a whole number",
+    ),
+    (
+        lambda tmp: ["--hosts", "１２"],  # full-width digits
+        lambda tmp: "argument --hosts: '１２' is not a whole number",
+    ),
+    (
+        lambda tmp: ["--seed", "٣"],  # an Arabic-Indic digit
+        lambda tmp: "argument --seed: '٣' is not a whole number",
+    ),
+    (
+        lambda tmp: ["--jobs", " 5"],
+        lambda tmp: "argument --jobs: ' 5' is not a whole number",
+    ),
+    (
+        lambda tmp: ["--seed", "-1"],
+        lambda tmp: "argument --seed: -1 must not be negative",
+    ),
+    (
+        lambda tmp: [
+            "--workload",
+            str(_trace_with(tmp, "; MaxProcs: 8\n", GOOD_RECORD.replace(" 100 ", " 1_00 "))),
+        ],
+        lambda tmp: f"{tmp / 't.swf'}:2: field 4 (run_time): '1_00' is not a number",
+    ),
+    (
+        lambda tmp: ["--swf-queues", "1_0=express"],
+        lambda tmp: "--swf-queues: queue map entry '1_0=express': '1_0' is not a queue number",
+    ),
+    # Inputs that were silently ignored.
+    (
+        lambda tmp: ["--swf-queues", ""],
+        lambda tmp: "--swf-queues: empty queue map",
+    ),
+    (
+        lambda tmp: [
+            "--workload",
+            str(_trace_with(tmp, "; MaxProcs: 8\n", GOOD_RECORD)),
+            "--jobs",
+            "5",
+        ],
+        lambda tmp: (
+            "--jobs sets the size of the generated workload; with --workload use --max-jobs"
+        ),
+    ),
+    # Outputs under a file, or one file named twice.
+    (
+        lambda tmp: ["--report", str(_swf(tmp, "x", "afile") / "r.json")],
+        lambda tmp: f"--report {tmp / 'afile' / 'r.json'}: {tmp / 'afile'} is not a folder",
+    ),
+    (
+        lambda tmp: ["--jobs-out", str(_swf(tmp, "x", "afile") / "sub" / "j.csv")],
+        lambda tmp: (
+            f"--jobs-out {tmp / 'afile' / 'sub' / 'j.csv'}: {tmp / 'afile'} is not a folder"
+        ),
+    ),
+    (
+        lambda tmp: ["--report", str(tmp / "x.out"), "--jobs-out", str(tmp / "x.out")],
+        lambda tmp: f"--report and --jobs-out name the same file {tmp / 'x.out'}",
+    ),
+    (
+        lambda tmp: ["--record", str(tmp / "x.out"), "--report", str(tmp / "." / "x.out")],
+        lambda tmp: f"--record and --report name the same file {tmp / '.' / 'x.out'}",
+    ),
+    (
+        lambda tmp: [
+            "--workload",
+            str(_trace_with(tmp, "; MaxProcs: 8\n", GOOD_RECORD)),
+            "--jobs-out",
+            str(tmp / "t.swf"),
+        ],
+        lambda tmp: f"--workload and --jobs-out name the same file {tmp / 't.swf'}",
+    ),
+]
+MISTAKE_IDS = [
+    "a billion hosts",
+    "10**35 hosts",
+    "hosts with 5,000 digits",
+    "slots per host beyond 32 bits",
+    "hosts × slots per host beyond 32 bits",
+    "slots per host that overflow the default 128 hosts",
+    "a round interval beyond 10**9 s",
+    "more than ten million generated jobs",
+    "host memory beyond 2**40 MB",
+    "a seed beyond 64 bits",
+    "a header MaxProcs beyond the ceiling",
+    "a header MaxNodes just beyond the ceiling",
+    "a run time ending past 10**10 s",
+    "a submit time beyond 64 bits",
+    "a header UnixStartTime that is not a number",
+    "a job asking for more than 2**31 - 1 processors",
+    "hosts with an underscore",
+    "hosts in full-width digits",
+    "a seed in Arabic-Indic digits",
+    "jobs with a leading space",
+    "a negative seed",
+    "a trace run time with an underscore",
+    "a queue number with an underscore",
+    "an empty queue map",
+    "--jobs with --workload",
+    "--report under a file",
+    "--jobs-out two levels under a file",
+    "--report and --jobs-out on one file",
+    "--record and --report on one file spelled two ways",
+    "--jobs-out onto the workload it reads",
+]
+
+
+@pytest.mark.parametrize("make_argv, make_message", MISTAKES, ids=MISTAKE_IDS)
+def test_mistake_is_one_error_line_before_any_work(
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    make_argv: Callable[[Path], list[str]],
+    make_message: Callable[[Path], str],
+) -> None:
+    record = tmp_path / "never.jsonl"
+    argv = make_argv(tmp_path)
+    extra = [] if "--record" in argv else ["--record", str(record)]
+    code, out, err = run_cli(["simulate", "--quiet", *argv, *extra], capsys)
+    _assert_one_error_line(code, out, err, make_message(tmp_path))
+    assert not record.exists()
+
+
+@pytest.mark.parametrize(
+    "argv, message",
+    [
+        (
+            ["replay", "x.jsonl", "--sim-speed", "nan"],
+            "argument --sim-speed: 'nan' is not a number",
+        ),
+        (
+            ["replay", "x.jsonl", "--sim-speed", "1e999"],
+            "argument --sim-speed: '1e999' must be a finite number, 0 or more",
+        ),
+        (
+            ["replay", "x.jsonl", "--sim-start-ts", "1_0"],
+            "argument --sim-start-ts: '1_0' is not a whole number",
+        ),
+        (
+            ["replay", "x.jsonl", "--sim-pause-at", str(2**64)],
+            "argument --sim-pause-at: 18446744073709551616 is more than the ceiling of "
+            "18,446,744,073,709,551,615 ns",
+        ),
+    ],
+    ids=[
+        "a speed of nan",
+        "an infinite speed",
+        "a start ts with an underscore",
+        "a pause ts beyond 64 bits",
+    ],
+)
+def test_replay_number_mistakes(
+    argv: list[str], message: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    _assert_one_error_line(*run_cli(argv, capsys), message)
+
+
+def test_a_header_beyond_the_ceiling_runs_with_hosts(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    trace = _trace_with(tmp_path, "; MaxProcs: 999999999999\n", GOOD_RECORD)
+    report_path = tmp_path / "r.json"
+    argv = ["simulate", "--workload", str(trace), "--hosts", "8", "--quiet"]
+    assert run_cli([*argv, "--report", str(report_path)], capsys) == (0, "", "")
+    report = orjson.loads(report_path.read_bytes())
+    assert (report["hosts"], report["jobs_finished"]) == (8, 1)
+
+
+def test_a_job_larger_than_the_cluster_but_within_32_bits_is_rejected_and_counted(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    large = GOOD_RECORD.replace("1 0 5 100 4", "2 0 5 100 4").replace(" 4 200 ", " 2147483647 200 ")
+    trace = _trace_with(tmp_path, "; MaxProcs: 8\n", GOOD_RECORD, large)
+    report_path = tmp_path / "r.json"
+    argv = ["simulate", "--workload", str(trace), "--quiet", "--report", str(report_path)]
+    assert run_cli(argv, capsys) == (0, "", "")
+    report = orjson.loads(report_path.read_bytes())
+    assert (report["jobs_total"], report["jobs_finished"], report["jobs_rejected"]) == (2, 1, 1)
+
+
+# --- the generated workload's shape and size -------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "argv, label, hosts, slots, jobs",
+    [
+        (
+            ["--slots-per-host", "4"],
+            "lublin-feitelson-2003(n_jobs=2000, nodes=512, seed=1)",
+            128,
+            512,
+            2000,
+        ),
+        (
+            ["--hosts", "16", "--slots-per-host", "2", "--jobs", "100"],
+            "lublin-feitelson-2003(n_jobs=100, nodes=32, seed=1)",
+            16,
+            32,
+            100,
+        ),
+        (
+            ["--max-jobs", "50"],
+            "lublin-feitelson-2003(n_jobs=50, nodes=128, seed=1)",
+            128,
+            128,
+            50,
+        ),
+        (
+            ["--jobs", "30", "--max-jobs", "50"],
+            "lublin-feitelson-2003(n_jobs=30, nodes=128, seed=1)",
+            128,
+            128,
+            30,
+        ),
+    ],
+    ids=[
+        "slots per host alone: 128 hosts of 4 slots",
+        "hosts and slots per host: the model is sized for their product",
+        "max jobs generates just that many",
+        "max jobs above jobs changes nothing",
+    ],
+)
+def test_generated_workload_shape(
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    argv: list[str],
+    label: str,
+    hosts: int,
+    slots: int,
+    jobs: int,
+) -> None:
+    report_path = tmp_path / "r.json"
+    if "--jobs" not in argv and "--max-jobs" not in argv:
+        argv = [*argv, "--max-jobs", "2000"]  # the default size, said out loud
+    assert run_cli(["simulate", *argv, "--quiet", "--report", str(report_path)], capsys) == (
+        0,
+        "",
+        "",
+    )
+    report = orjson.loads(report_path.read_bytes())
+    assert report["workload"] == label
+    assert (report["hosts"], report["slots"], report["jobs_total"]) == (hosts, slots, jobs)
+
+
+# --- output files that cannot be written ---------------------------------------------------
+
+needs_dev_full = pytest.mark.skipif(
+    not Path("/dev/full").exists(), reason="/dev/full exists on Linux only"
+)
+
+
+@needs_dev_full
+@pytest.mark.parametrize(
+    "argv, message",
+    [
+        (["simulate", "--report", "/dev/full"], "--report /dev/full: No space left on device"),
+        (["simulate", "--jobs-out", "/dev/full"], "--jobs-out /dev/full: No space left on device"),
+        (["simulate", "--record", "/dev/full"], "--record /dev/full: No space left on device"),
+    ],
+    ids=["--report on a full disk", "--jobs-out on a full disk", "--record on a full disk"],
+)
+def test_write_error_names_the_option_and_file(
+    argv: list[str], message: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    _assert_one_error_line(*run_cli([*argv, "--jobs", "50", "--quiet"], capsys), message)
+
+
+@needs_dev_full
+def test_replay_report_write_error_names_the_option(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    recording = tmp_path / "r.jsonl"
+    assert (
+        run_cli(["simulate", "--jobs", "20", "--quiet", "--record", str(recording)], capsys)[0] == 0
+    )
+    code, _, err = run_cli(["replay", str(recording), "--report", "/dev/full"], capsys)
+    assert code == 2
+    assert err.splitlines() == ["xce-sched: error: --report /dev/full: No space left on device"]
+
+
+def test_write_error_on_a_file_that_refuses_writes(capsys: pytest.CaptureFixture[str]) -> None:
+    if not Path("/proc/version").exists():
+        pytest.skip("/proc/version exists on Linux only")
+    code, out, err = run_cli(
+        ["simulate", "--jobs", "20", "--quiet", "--report", "/proc/version"], capsys
+    )
+    assert (code, out) == (2, "")
+    (line,) = err.splitlines()
+    # Permission denied for a user, an input/output error for root.
+    assert line in {
+        "xce-sched: error: --report /proc/version: Permission denied",
+        "xce-sched: error: --report /proc/version: Input/output error",
+    }
+
+
+def test_devices_may_take_several_outputs(capsys: pytest.CaptureFixture[str]) -> None:
+    argv = ["simulate", "--jobs", "20", "--quiet", "--report", "/dev/null"]
+    assert run_cli([*argv, "--jobs-out", "/dev/null", "--record", "/dev/null"], capsys) == (
+        0,
+        "",
+        "",
+    )
+
+
+# --- the summary -------------------------------------------------------------------------
+
+
+def test_summary_of_a_run_where_nothing_finished(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("COLUMNS", "120")
+    # 1,234 records: 1,233 without a run time (skipped), one too large for 1 host.
+    skipped = [f"{n} 0 -1 -1 1 -1 -1 1 -1 -1 0 1 1 -1 1 -1 -1 -1" for n in range(2, 1235)]
+    trace = _trace_with(tmp_path, "; MaxProcs: 1\n", GOOD_RECORD, *skipped)
+    report_path = tmp_path / "r.json"
+    code, out, err = run_cli(
+        ["simulate", "--workload", str(trace), "--report", str(report_path)], capsys
+    )
+    assert (code, err) == (0, "")
+    rows = {
+        cells[0].strip(): cells[1].strip()
+        for line in out.splitlines()
+        if len(cells := line.strip("│ ").split("│")) == 2
+    }
+    assert rows["cluster"] == "1 host, 1 slot"
+    assert rows["jobs"] == "1,234 total, 0 finished"
+    assert rows["skipped / rejected / never started"] == "1,233 / 1 / 0"
+    assert rows["wait mean / median / max"] == "n/a"
+    assert rows["mean bounded slowdown (τ=10 s)"] == "n/a"
+    report = orjson.loads(report_path.read_bytes())
+    assert [report[key] for key in ("mean_wait_s", "median_wait_s", "max_wait_s")] == [None] * 3
+    assert report["mean_bounded_slowdown"] is None
+
+
+def test_help_is_plain_text(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = run_cli(["--help"], capsys)
+    assert code == 0
+    assert "xce-sched: the scheduler developer's command line (simulate, replay)." in out
+    assert "``" not in out
+
+
+def test_readme_option_table_lists_every_simulate_option() -> None:
+    readme = (REPO_ROOT / "README.md").read_text()
+    section = readme.split("## Simulating a real trace", 1)[1].split("\n## ", 1)[0]
+    first_cells = [line.split("|")[1] for line in section.splitlines() if line.startswith("| `")]
+    in_table = {option for cell in first_cells for option in re.findall(r"--[a-z-]+", cell)}
+    commands = next(
+        action
+        for action in build_parser()._actions
+        if isinstance(action, argparse._SubParsersAction)
+    )
+    options = {
+        option
+        for action in commands.choices["simulate"]._actions
+        for option in action.option_strings
+        if option.startswith("--") and option != "--help"
+    }
+    assert options - in_table == set()
+    assert "`--swf-queues=-1=" in section
+    assert "`../shared/DESIGN.md`\n(team docs, beside the repo)" in readme

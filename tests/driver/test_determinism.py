@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import subprocess
+from collections.abc import Callable
 from pathlib import Path
 
 import orjson
@@ -64,9 +65,9 @@ def _assert_identical(runs: dict[str, dict[str, Path]]) -> None:
 
 
 def test_kth_trace_prefix_is_identical_under_two_hash_seeds(
-    xce_sched: str, workloads_dir: Path, tmp_path: Path
+    xce_sched: str, trace_path: Callable[[str], Path], tmp_path: Path
 ) -> None:
-    trace = workloads_dir / "KTH-SP2-1996-2.1-cln.swf.gz"
+    trace = trace_path("KTH-SP2-1996-2.1-cln.swf.gz")
     runs = _simulate_in_processes(
         xce_sched, ["--workload", str(trace), "--max-jobs", "1500"], tmp_path
     )

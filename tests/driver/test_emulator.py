@@ -20,7 +20,7 @@ import orjson
 import pytest
 from xce_core.core import SchedCore
 from xce_core.errors import ConfigError
-from xce_driver.emulator import NS, ClusterEmulator, EventPriority
+from xce_driver.emulator import NS, ClusterEmulator, EventPriority, SimulationTimeError
 from xce_driver.recording import RecordingWriter
 from xce_driver.simulate import (
     SimulationResult,
@@ -240,6 +240,80 @@ def test_round_interval_on_a_generated_workload() -> None:
     assert result.report.jobs_finished == 200
 
 
+def _never_fits(jobid: int, submit_s: int) -> SimJob:
+    """``J<jobid>.S<submit_s>.R10.T1`` reserving 1 TB on hosts of 1 GB: it pends forever
+    (not larger than the cluster in slots, so nobody rejects it)."""
+    return SimJob(
+        jobid=jobid,
+        submit_s=submit_s,
+        run_s=10,
+        tasks=1,
+        queue="normal",
+        user="u1",
+        resreq="rusage[mem=1000000]",
+    )
+
+
+@pytest.mark.parametrize(
+    "interval", [None, 1, 60], ids=["rounds at changes", "a 1 s grid", "a 60 s grid"]
+)
+def test_a_job_that_never_fits_ends_the_run_without_hanging(interval: int | None) -> None:
+    jobs = (J(1, 0, 100, 1), _never_fits(2, 5), J(3, 30, 10, 1))
+    mapped = MappedWorkload(
+        jobs=jobs,
+        skipped=0,
+        hosts=2,
+        slots_per_host=1,
+        origin_s=SDSC_ORIGIN,
+        queues={"normal": 30},
+        host_mem_mb=1024.0,
+    )
+    result = run_simulation(mapped, source="hand-made", round_interval_s=interval)
+    assert result.records[2].start_s is None
+    assert [result.records[j].end_s is not None for j in (1, 3)] == [True, True]
+    report = result.report
+    assert (report.jobs_finished, report.jobs_never_started) == (2, 1)
+    # On a grid, rounds stop at the first grid instant after job 1 (the last to run) ends.
+    if interval is not None:
+        last_end = max(r.end_s for r in result.records.values() if r.end_s is not None)
+        assert report.rounds <= last_end // interval + 2
+
+
+@pytest.mark.parametrize(
+    "jobs, interval, message",
+    [
+        (
+            [J(1, 0, 2**64 // NS + 1, 1)],
+            None,
+            "job 1 ends at 18,446,744,074 s, past the end of virtual time "
+            "(18,446,744,073,709,551,616 ns after the epoch)",
+        ),
+        (
+            [J(1, 0, 2**64 // NS - 1, 1), _never_fits(2, 0)],
+            10**9,
+            "the round at 19,000,000,000 s is past the end of virtual time "
+            "(18,446,744,073,709,551,616 ns after the epoch)",
+        ),
+    ],
+    ids=["a job ending past 2**64 ns", "a grid round past 2**64 ns"],
+)
+def test_virtual_time_past_64_bits_is_a_named_error(
+    jobs: list[SimJob], interval: int | None, message: str
+) -> None:
+    mapped = MappedWorkload(
+        jobs=tuple(jobs),
+        skipped=0,
+        hosts=2,
+        slots_per_host=1,
+        origin_s=0,
+        queues={"normal": 30},
+        host_mem_mb=1024.0,
+    )
+    with pytest.raises(SimulationTimeError) as error:
+        run_simulation(mapped, source="hand-made", round_interval_s=interval)
+    assert str(error.value) == message
+
+
 @pytest.mark.parametrize("interval", [0, -1, -600], ids=["zero", "minus one", "minus ten minutes"])
 def test_round_interval_must_be_positive(interval: int) -> None:
     config = scheduler_config(workload([]), "builtin_fcfs")
@@ -399,11 +473,42 @@ def test_report_bounded_slowdown_uses_a_10_s_bound() -> None:
 def test_report_of_an_empty_workload() -> None:
     report = simulate([], skipped=3).report
     assert (report.jobs_total, report.jobs_skipped, report.jobs_started) == (3, 3, 0)
-    assert (report.mean_wait_s, report.median_wait_s, report.max_wait_s) == (0.0, 0.0, 0)
-    assert (report.utilization, report.makespan_s, report.mean_bounded_slowdown) == (0.0, 0, 0.0)
+    # Nothing to average: no figure, rather than a 0 (below the slowdown's minimum of 1).
+    assert (report.mean_wait_s, report.median_wait_s, report.max_wait_s) == (None, None, None)
+    assert report.mean_bounded_slowdown is None
+    assert (report.utilization, report.makespan_s) == (0.0, 0)
+    json = report.to_json()
+    assert (json["mean_wait_s"], json["mean_bounded_slowdown"]) == (None, None)
+
+
+def test_report_when_every_job_is_rejected() -> None:
+    # J1.S0.R10.T8 on 4 hosts: larger than the cluster, rejected; nothing starts.
+    report = simulate([J(1, 0, 10, 8)], hosts=4).report
+    assert (report.jobs_total, report.jobs_started, report.jobs_rejected) == (1, 0, 1)
+    assert (report.mean_wait_s, report.median_wait_s, report.max_wait_s) == (None, None, None)
+    assert report.mean_bounded_slowdown is None
+    assert orjson.loads(orjson.dumps(report.to_json()))["mean_bounded_slowdown"] is None
 
 
 # --- the recording ---------------------------------------------------------------------
+
+
+@pytest.mark.skipif(not Path("/dev/full").exists(), reason="/dev/full exists on Linux only")
+def test_recording_write_error_carries_the_path() -> None:
+    writer = RecordingWriter("/dev/full")
+    with pytest.raises(OSError) as error:
+        for _ in range(1000):  # more than a buffer: the writes themselves fail
+            writer.event(BeginRound(ts=0))
+    assert (error.value.filename, error.value.strerror) == ("/dev/full", "No space left on device")
+    with pytest.raises(OSError) as error:
+        writer.close()
+    assert error.value.filename == "/dev/full"
+
+
+def test_recording_open_error_carries_the_path(tmp_path: Path) -> None:
+    with pytest.raises(FileNotFoundError) as error:
+        RecordingWriter(tmp_path / "missing" / "r.jsonl.gz")
+    assert error.value.filename == str(tmp_path / "missing" / "r.jsonl.gz")
 
 
 @pytest.mark.parametrize("name", ["run.jsonl", "run.jsonl.gz"], ids=["plain JSONL", "gzip JSONL"])

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable
 
 import pytest
@@ -281,7 +282,8 @@ def test_queue_map_lookup_and_queues() -> None:
     "text, message",
     [
         ("garbage", "queue map entry 'garbage' is not NUM=NAME[:PRIORITY]"),
-        ("", "queue map entry '' is not NUM=NAME[:PRIORITY]"),
+        ("", "empty queue map"),
+        ("  ", "empty queue map"),
         ("1=express,", "queue map entry '' is not NUM=NAME[:PRIORITY]"),
         ("1=", "queue map entry '1=' is not NUM=NAME[:PRIORITY]"),
         ("1=:50", "queue map entry '1=:50' is not NUM=NAME[:PRIORITY]"),
@@ -301,6 +303,7 @@ def test_queue_map_lookup_and_queues() -> None:
     ids=[
         "no equals sign",
         "nothing at all",
+        "only blanks",
         "a trailing comma",
         "no queue name",
         "a priority but no queue name",
@@ -391,3 +394,216 @@ def test_map_real_trace(
         assert job.tasks == expected_tasks
     keys = [(job.submit_s, job.jobid) for job in workload.jobs]
     assert keys == sorted(keys)
+
+
+# --- ceilings and values beyond them ---------------------------------------------------------
+
+
+def at_line(record: SwfRecord, line: int) -> SwfRecord:
+    """``record`` as if read from line ``line`` of its file."""
+    return dataclasses.replace(record, line=line)
+
+
+@pytest.mark.parametrize(
+    "header, kwargs, message",
+    [
+        (
+            {"MaxProcs": "999999999999"},
+            {},
+            "t.swf: header MaxProcs: 999999999999 hosts is more than the ceiling of 1,000,000; "
+            "pass --hosts",
+        ),
+        (
+            {"MaxNodes": "1" + "0" * 40},
+            {},
+            "t.swf: header MaxNodes: 10000000000000000000... hosts is more than the ceiling of "
+            "1,000,000; pass --hosts",
+        ),
+        (
+            {"MaxProcs": "8"},
+            {"hosts": 1_000_001},
+            "1,000,001 hosts is more than the ceiling of 1,000,000",
+        ),
+        (
+            {"MaxProcs": "8"},
+            {"slots_per_host": 2**31},
+            "2,147,483,648 slots per host is more than the ceiling of 2,147,483,647",
+        ),
+        (
+            {"MaxProcs": "1000000"},
+            {"slots_per_host": 4096},
+            "1,000,000 hosts (header MaxProcs) × 4,096 slots per host = 4,096,000,000 slots, more "
+            "than the ceiling of 2,147,483,647",
+        ),
+        (
+            {"MaxProcs": "8"},
+            {"hosts": 65536, "slots_per_host": 65536},
+            "65,536 hosts × 65,536 slots per host = 4,294,967,296 slots, more than the ceiling of "
+            "2,147,483,647",
+        ),
+        (
+            {"MaxProcs": "8"},
+            {"swf_memory": True, "host_mem_mb": 2.0**41},
+            "host memory 2.19902e+12 MB is outside 0 to 1,099,511,627,776 MB",
+        ),
+        (
+            {"MaxProcs": "8", "UnixStartTime": "abc"},
+            {},
+            "t.swf: header UnixStartTime: 'abc' is not a whole number of seconds (0 or more)",
+        ),
+        (
+            {"MaxProcs": "8", "UnixStartTime": "-893466664"},
+            {},
+            "t.swf: header UnixStartTime: '-893466664' is not a whole number of seconds (0 or more)",
+        ),
+        (
+            {"MaxProcs": "8", "UnixStartTime": "10000000000"},
+            {},
+            "t.swf: header UnixStartTime: 10000000000 is not before 10,000,000,000 s (the year 2286)",
+        ),
+    ],
+    ids=[
+        "a header MaxProcs beyond the host ceiling",
+        "a header MaxNodes of 41 digits",
+        "hosts given beyond the ceiling",
+        "slots per host beyond 32 bits",
+        "the header's hosts × slots per host beyond 32 bits",
+        "hosts × slots per host given beyond 32 bits",
+        "host memory beyond 2**40 MB",
+        "a UnixStartTime that is not a number",
+        "a negative UnixStartTime",
+        "a UnixStartTime at 10**10 s",
+    ],
+)
+def test_cluster_and_header_beyond_the_ceilings(
+    header: dict[str, str], kwargs: dict[str, object], message: str
+) -> None:
+    with pytest.raises(MappingError) as error:
+        map_trace(trace(rec(1, 0, 10, alloc=1), **header), **kwargs)  # type: ignore[arg-type]
+    assert str(error.value) == message
+
+
+def _big(**changes: object) -> SwfRecord:
+    """Job 5 of line 12, changed."""
+    return dataclasses.replace(at_line(rec(5, 100, 60, alloc=4, req=4), 12), **changes)
+
+
+@pytest.mark.parametrize(
+    "record, header, kwargs, message",
+    [
+        (
+            _big(submit_time=10**10),
+            {},
+            {},
+            "t.swf:12: field 2 (submit_time): 10000000000 is too late; UnixStartTime (0) + "
+            "submit time must stay below 10,000,000,000 s (the year 2286)",
+        ),
+        (
+            _big(submit_time=2**64),
+            {},
+            {},
+            "t.swf:12: field 2 (submit_time): 18446744073709551616 is too late; UnixStartTime "
+            "(0) + submit time must stay below 10,000,000,000 s (the year 2286)",
+        ),
+        (
+            _big(run_time=9_200_000_000),
+            {"UnixStartTime": "893466664"},
+            {},
+            "t.swf:12: field 4 (run_time): 9200000000 is too long; UnixStartTime (893466664) + "
+            "submit time (100) + run time must stay below 10,000,000,000 s (the year 2286)",
+        ),
+        (
+            _big(requested_procs=2**31),
+            {},
+            {},
+            "t.swf:12: field 8 (requested_procs): 2147483648 is more than 2,147,483,647 processors",
+        ),
+        (
+            _big(requested_procs=-1, allocated_procs=2**40),
+            {},
+            {},
+            "t.swf:12: field 5 (allocated_procs): 1099511627776 is more than 2,147,483,647 "
+            "processors",
+        ),
+        (
+            _big(job_number=2**64),
+            {},
+            {},
+            "t.swf:12: field 1 (job_number): 18446744073709551616 is outside 0 to "
+            "18,446,744,073,709,551,615",
+        ),
+        (
+            _big(user_id=2**64),
+            {},
+            {},
+            "t.swf:12: field 12 (user_id): 18446744073709551616 is more than "
+            "18,446,744,073,709,551,615",
+        ),
+        (
+            _big(requested_memory_kb=2.0**60),
+            {},
+            {"swf_memory": True, "host_mem_mb": 1024.0},
+            "t.swf:12: field 10 (requested_memory_kb): 1.15292e+18 KB is more than "
+            "1,099,511,627,776 MB",
+        ),
+        (
+            _big(run_time=10**10, line=0),
+            {},
+            {},
+            "t.swf (job 5): field 4 (run_time): 10000000000 is too long; UnixStartTime (0) + "
+            "submit time (100) + run time must stay below 10,000,000,000 s (the year 2286)",
+        ),
+    ],
+    ids=[
+        "a submit time at 10**10 s",
+        "a submit time beyond 64 bits",
+        "a run time ending past 10**10 s after the trace's epoch origin",
+        "more requested processors than 32 bits hold",
+        "more allocated processors than 32 bits hold",
+        "a job number beyond 64 bits",
+        "a user id beyond 64 bits",
+        "a requested memory beyond 2**40 MB per task",
+        "a record not read from a file is named by its job number",
+    ],
+)
+def test_record_value_beyond_its_ceiling_names_file_line_and_field(
+    record: SwfRecord, header: dict[str, str], kwargs: dict[str, object], message: str
+) -> None:
+    records = (at_line(rec(1, 0, 10, alloc=1), 11), record)
+    with pytest.raises(MappingError) as error:
+        map_trace(trace(*records, MaxProcs="8", **header), **kwargs)  # type: ignore[arg-type]
+    assert str(error.value) == message
+
+
+@pytest.mark.parametrize(
+    "record",
+    [
+        _big(run_time=-1, submit_time=2**64),
+        _big(requested_procs=-1, allocated_procs=-1, run_time=2**64),
+    ],
+    ids=[
+        "a record skipped for its unknown run time",
+        "a record skipped for its missing processors",
+    ],
+)
+def test_values_of_skipped_records_are_not_used(record: SwfRecord) -> None:
+    mapped = map_trace(trace(rec(1, 0, 10, alloc=1), record, MaxProcs="8"))
+    assert ([job.jobid for job in mapped.jobs], mapped.skipped) == ([1], 1)
+
+
+def test_the_largest_values_under_the_ceilings_are_mapped() -> None:
+    largest = rec(2**64 - 1, 10**10 - 2, 1, req=2**31 - 1, user=2**64 - 1)
+    mapped = map_trace(trace(largest, MaxProcs="1000000"))
+    (job,) = mapped.jobs
+    assert (job.jobid, job.submit_s, job.run_s, job.tasks) == (2**64 - 1, 10**10 - 2, 1, 2**31 - 1)
+    assert job.user == f"u{2**64 - 1}"
+    assert mapped.hosts == 1_000_000
+
+
+def test_queue_map_numbers_are_ascii() -> None:
+    with pytest.raises(MappingError) as error:
+        QueueMap.parse("1=express:５０")
+    assert (
+        str(error.value)
+        == "queue map entry '1=express:５０': priority '５０' is not a whole number"
+    )

@@ -4,6 +4,7 @@ start points, pause, what-if, and bad recordings (Req 10 AC 10-15; alloc-equalit
 from __future__ import annotations
 
 import gzip
+from collections.abc import Callable
 from pathlib import Path
 
 import orjson
@@ -187,11 +188,13 @@ def test_no_snapshot_before_the_start(tmp_path: Path) -> None:
 )
 @given(st.data())
 def test_real_trace_continued_from_any_snapshot_matches_the_uninterrupted_run(
-    workloads_dir: Path, tmp_path_factory: pytest.TempPathFactory, data: st.DataObject
+    trace_path: Callable[[str], Path],
+    tmp_path_factory: pytest.TempPathFactory,
+    data: st.DataObject,
 ) -> None:
     path = tmp_path_factory.getbasetemp() / "sdsc-prefix.jsonl"
     if not path.exists():
-        workload = map_trace(read_swf(workloads_dir / "SDSC-SP2-1998-4.2-cln.swf.gz"), max_jobs=600)
+        workload = map_trace(read_swf(trace_path("SDSC-SP2-1998-4.2-cln.swf.gz")), max_jobs=600)
         with RecordingWriter(path) as writer:
             run_simulation(workload, source="sdsc", recording=writer, snapshot_interval=40)
     stamps = sorted({line.ts for line in read_lines(path) if line.type == "SNAPSHOT"})

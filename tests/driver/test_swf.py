@@ -15,7 +15,17 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-from xce_driver.workloads.swf import SWF_FIELDS, SwfError, SwfRecord, SwfTrace, read_swf
+from xce_driver.workloads.swf import (
+    SWF_FIELDS,
+    SwfError,
+    SwfHeader,
+    SwfRecord,
+    SwfTrace,
+    parse_record,
+    read_swf,
+)
+
+from tests.driver.conftest import shared_trace
 
 # --- the shared traces ---------------------------------------------------------------
 
@@ -400,3 +410,154 @@ def test_unreadable_file_is_named(
     with pytest.raises(SwfError) as error:
         read_swf(path)
     assert str(error.value).startswith(f"{path}: {message}")
+
+
+# --- strict numbers --------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "index, value, message",
+    [
+        (4, "1_000", "field 4 (run_time): '1_000' is not a number"),
+        (4, "１２", "field 4 (run_time): '１２' is not a number"),
+        (5, "٤", "field 5 (allocated_procs): '٤' is not a number"),
+        (2, "+5", "field 2 (submit_time): '+5' is not a number"),
+        (6, "nan", "field 6 (avg_cpu_time): 'nan' is not a number"),
+        (7, "inf", "field 7 (used_memory_kb): 'inf' is not a number"),
+        (10, "1e999", "field 10 (requested_memory_kb): '1e999' is not a finite number"),
+        (4, "1e999", "field 4 (run_time): '1e999' is not a finite number"),
+        (6, "1_0.5", "field 6 (avg_cpu_time): '1_0.5' is not a number"),
+        (6, ".5", "field 6 (avg_cpu_time): '.5' is not a number"),
+        (4, "9" * 31, f"field 4 (run_time): '{'9' * 31}' is too large (more than 30 digits)"),
+        (4, "9" * 100, f"field 4 (run_time): '{'9' * 40}...' is too large (more than 30 digits)"),
+    ],
+    ids=[
+        "an underscore in a whole number",
+        "full-width digits",
+        "an Arabic-Indic digit",
+        "a leading plus",
+        "nan in a fractional field",
+        "inf in a fractional field",
+        "an exponent that overflows a fractional field",
+        "an exponent that overflows a whole-number field",
+        "an underscore in a fractional field",
+        "a fraction without its integer part",
+        "a whole number of 31 digits",
+        "a whole number of 100 digits, cut short in the message",
+    ],
+)
+def test_numbers_are_read_as_the_format_writes_them(
+    tmp_path: Path, index: int, value: str, message: str
+) -> None:
+    path = _write(tmp_path, "t.swf", HEADER + _fields(index, value) + "\n")
+    with pytest.raises(SwfError) as error:
+        read_swf(path)
+    assert str(error.value) == f"{path}:6: {message}"
+
+
+def test_fractional_fields_take_exponents(tmp_path: Path) -> None:
+    line = _fields(6, "1.5e3").replace(" 1024 ", " -2E-1 ")
+    (record,) = read_swf(_write(tmp_path, "t.swf", line + "\n")).records
+    assert (record.avg_cpu_time, record.used_memory_kb) == (1500.0, -0.2)
+
+
+@pytest.mark.parametrize(
+    "text, expected",
+    [
+        ("128", 128),
+        ("-1", -1),
+        ("128 processors", 128),
+        ("１２８", None),
+        ("1_28", None),
+        ("", None),
+    ],
+    ids=[
+        "digits",
+        "a minus",
+        "a trailing word",
+        "full-width digits",
+        "an underscore",
+        "nothing",
+    ],
+)
+def test_header_numbers_are_ascii(text: str, expected: int | None) -> None:
+    assert SwfHeader({"MaxProcs": text}, {}).int_value("MaxProcs") == expected
+
+
+@pytest.mark.parametrize(
+    "text, message",
+    [
+        ("abc", "header UnixStartTime: 'abc' is not a whole number of seconds (0 or more)"),
+        ("-5", "header UnixStartTime: '-5' is not a whole number of seconds (0 or more)"),
+        ("", "header UnixStartTime: '' is not a whole number of seconds (0 or more)"),
+        ("１", "header UnixStartTime: '１' is not a whole number of seconds (0 or more)"),
+    ],
+    ids=["a word", "a negative time", "no value", "a full-width digit"],
+)
+def test_malformed_unix_start_time_is_an_error_naming_the_key(text: str, message: str) -> None:
+    with pytest.raises(SwfError) as error:
+        _ = SwfHeader({"UnixStartTime": text}, {}).unix_start_time
+    assert str(error.value) == message
+
+
+# --- line numbers ------------------------------------------------------------------------
+
+
+def test_records_know_their_line_numbers(tmp_path: Path) -> None:
+    text = HEADER + "\n" + GOOD + "\n\n" + GOOD.replace("1 ", "2 ", 1) + "\n"
+    trace = read_swf(_write(tmp_path, "t.swf", text))
+    assert [(r.job_number, r.line) for r in trace.records] == [(1, 7), (2, 9)]
+    assert len(SWF_FIELDS) == 18
+    # The line is where a record was read, not a field: it takes no part in equality.
+    assert trace.records[0] == parse_record(GOOD, where="elsewhere")
+
+
+@pytest.mark.parametrize(
+    "where, line, expected",
+    [
+        ("t.swf:12", None, 12),
+        ("/tmp/a:b/t.swf:3", None, 3),
+        ("generated", None, 0),
+        ("t.swf:12", 40, 40),
+    ],
+    ids=[
+        "from the number after the colon",
+        "from the last colon of a path holding one",
+        "0 when where holds no line",
+        "the keyword wins",
+    ],
+)
+def test_parse_record_line(where: str, line: int | None, expected: int) -> None:
+    assert parse_record(GOOD, where=where, line=line).line == expected
+
+
+# --- tests that need one shared trace ----------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "others",
+    [[], ["SDSC-SP2-1998-4.2-cln.swf.gz"]],
+    ids=["an empty folder", "a folder holding other traces"],
+)
+def test_a_trace_absent_from_the_folder_skips_the_test_naming_it(
+    tmp_path: Path, others: list[str]
+) -> None:
+    for name in others:
+        (tmp_path / name).write_bytes(b"")
+    with pytest.raises(pytest.skip.Exception) as skipped:
+        shared_trace("KTH-SP2-1996-2.1-cln.swf.gz", tmp_path)
+    assert skipped.value.msg == (
+        "KTH-SP2-1996-2.1-cln.swf.gz is absent from ../shared/workloads "
+        "(traces are not shipped with the repo)"
+    )
+
+
+def test_the_trace_fixtures_skip_per_file(
+    trace_path: Callable[[str], Path], load_trace: TraceLoader
+) -> None:
+    for get in (trace_path, load_trace):
+        with pytest.raises(pytest.skip.Exception) as skipped:
+            get("nosuch.swf")
+        assert skipped.value.msg == (
+            "nosuch.swf is absent from ../shared/workloads (traces are not shipped with the repo)"
+        )

@@ -8,15 +8,28 @@ happened: a real trace in the Standard Workload Format (``--workload``), or, by
 default, a workload generated from the Lublin-Feitelson model, so it runs anywhere.
 
 Every user mistake (missing file, malformed trace, unknown policy, nonsensical
-option) ends with one line on stderr and exit status 2, never a traceback.
+option, an output that cannot be written) ends with exactly one line on stderr,
+``xce-sched: error: ...`` naming the option or the file, line and field, and exit
+status 2; never a traceback, never a hang.
+
+Ceilings (checked before anything is built): ``--hosts`` 1,000,000 (``MAX_HOSTS``);
+``--slots-per-host`` and hosts × slots per host 2**31 - 1 (``MAX_SLOTS``);
+``--round-interval`` 10**9 s; ``--jobs`` 10,000,000; ``--host-mem`` 2**40 MB;
+``--seed`` 2**64 - 1.
 """
 
 from __future__ import annotations
 
 import argparse
+import math
+import os
+import re
+import stat
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager, suppress
 from pathlib import Path
+from typing import NoReturn
 
 import orjson
 from pydantic import ValidationError
@@ -24,6 +37,7 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeElapsedColumn
 from rich.table import Table
 from xce_core.errors import ConfigError
+from xce_core.plugins import PluginRegistry
 
 from xce_driver.plugins import load_registry
 from xce_driver.recording import RecordingWriter
@@ -37,59 +51,86 @@ from xce_driver.replay import (
     replay,
 )
 from xce_driver.report import Report, write_jobs_csv
-from xce_driver.simulate import run_simulation
+from xce_driver.simulate import SimulationResult, run_simulation
 from xce_driver.workloads.lublin import generate_lublin
-from xce_driver.workloads.mapping import MappingError, QueueMap, map_trace
-from xce_driver.workloads.swf import SwfError, SwfTrace, read_swf
+from xce_driver.workloads.mapping import (
+    MAX_HOSTS,
+    MAX_MEM_MB,
+    MAX_SLOTS,
+    MappedWorkload,
+    MappingError,
+    QueueMap,
+    map_trace,
+)
+from xce_driver.workloads.swf import SwfError, read_swf, show_text
 
 PROG = "xce-sched"
+#: What ``xce-sched --help`` says it is (plain text: argparse shows it as it is).
+DESCRIPTION = "xce-sched: the scheduler developer's command line (simulate, replay)."
 
 #: Size of the embedded default workload (jobs) and of its cluster (hosts).
 DEFAULT_JOBS = 2000
 DEFAULT_HOSTS = 128
+#: Ceilings of the options that are not cluster shapes (those are in the mapping).
+MAX_JOBS = 10_000_000
+MAX_ROUND_INTERVAL_S = 10**9
+MAX_SEED = 2**64 - 1
+
+_WHOLE = re.compile(r"-?[0-9]+")
+_DECIMAL = re.compile(r"-?[0-9]+(?:\.[0-9]+)?(?:[eE][-+]?[0-9]+)?")
 
 
 class UserError(Exception):
     """A mistake of the user's, reported as one line and exit status 2."""
 
 
-def _positive_int(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"{text!r} must be at least 1")
-    return value
+class _Parser(argparse.ArgumentParser):
+    """An argument parser whose usage errors are one line, ``xce-sched: error: ...``."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(2, f"{PROG}: error: {message}\n")
 
 
-def _non_negative_int(text: str) -> int:
-    value = _int(text)
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"{text!r} must not be negative")
-    return value
+def _whole(minimum: int, maximum: int, unit: str = "") -> Callable[[str], int]:
+    """An argparse type: ASCII digits with an optional leading minus, from ``minimum``
+    to ``maximum`` (``unit`` names what is counted in the ceiling's message)."""
+
+    def parse(text: str) -> int:
+        if not _WHOLE.fullmatch(text):
+            raise argparse.ArgumentTypeError(f"{show_text(text)} is not a whole number")
+        digits = text.lstrip("-").lstrip("0")
+        too_long = len(digits) > len(str(max(abs(minimum), maximum))) + 1
+        value = (-1 if text.startswith("-") else 1) * (10**30 if too_long else int(digits or 0))
+        shown = text if len(text) <= 40 else text[:40] + "..."
+        if value < minimum:
+            if minimum == 0:
+                raise argparse.ArgumentTypeError(f"{shown} must not be negative")
+            raise argparse.ArgumentTypeError(f"{shown} must be at least {minimum:,}")
+        if value > maximum:
+            raise argparse.ArgumentTypeError(
+                f"{shown} is more than the ceiling of {maximum:,}{unit}"
+            )
+        return value
+
+    return parse
 
 
 def _non_negative_float(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
-    if not value >= 0 or value == float("inf"):
-        raise argparse.ArgumentTypeError(f"{text!r} must be a finite number, 0 or more")
+    if not _DECIMAL.fullmatch(text):
+        raise argparse.ArgumentTypeError(f"{show_text(text)} is not a number")
+    value = float(text)
+    if not math.isfinite(value) or value < 0:
+        raise argparse.ArgumentTypeError(f"{show_text(text)} must be a finite number, 0 or more")
     return value
 
 
-def _int(text: str) -> int:
-    try:
-        return int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+#: Nanosecond timestamps (``--sim-start-ts``, ``--sim-pause-at``): the wire's 64 bits.
+_timestamp_ns = _whole(0, 2**64 - 1, " ns")
 
 
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser of ``xce-sched`` and its subcommands."""
-    parser = argparse.ArgumentParser(prog=PROG, description=__doc__.splitlines()[0])
+    parser = _Parser(prog=PROG, description=DESCRIPTION)
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     sim = commands.add_parser(
         "simulate",
@@ -102,37 +143,46 @@ def build_parser() -> argparse.ArgumentParser:
         help="SWF trace (.swf or .swf.gz); default: a generated Lublin-Feitelson workload",
     )
     sim.add_argument(
-        "--hosts", type=_positive_int, metavar="N", help="hosts (default: trace's MaxProcs)"
+        "--hosts",
+        type=_whole(1, MAX_HOSTS, " hosts"),
+        metavar="N",
+        help=f"hosts (default: the trace's MaxProcs, else MaxNodes; {DEFAULT_HOSTS} for the "
+        f"generated workload; at most {MAX_HOSTS:,})",
     )
     sim.add_argument(
         "--slots-per-host",
-        type=_positive_int,
+        type=_whole(1, MAX_SLOTS, " slots"),
         default=1,
         metavar="K",
-        help="slots per host (default 1)",
+        help="slots per host (default 1; hosts × K at most 2**31 - 1)",
     )
     sim.add_argument(
         "--policy", default="builtin_fcfs", metavar="NAME", help="job picker (default builtin_fcfs)"
     )
     sim.add_argument(
         "--round-interval",
-        type=_positive_int,
+        type=_whole(1, MAX_ROUND_INTERVAL_S, " s"),
         metavar="S",
-        help="a scheduling round every S seconds (default: at every change)",
+        help="a scheduling round every S seconds (default: at every change; at most 10**9)",
     )
-    sim.add_argument("--seed", type=_int, default=1, metavar="S", help="PRNG seed (default 1)")
+    sim.add_argument(
+        "--seed",
+        type=_whole(0, MAX_SEED),
+        default=1,
+        metavar="S",
+        help="seed of the generated workload and of the core's PRNG, 0 or more (default 1)",
+    )
     sim.add_argument(
         "--jobs",
-        type=_positive_int,
-        default=DEFAULT_JOBS,
+        type=_whole(1, MAX_JOBS, " jobs"),
         metavar="N",
-        help=f"jobs of the generated workload (default {DEFAULT_JOBS})",
+        help=f"jobs of the generated workload (default {DEFAULT_JOBS:,}; at most {MAX_JOBS:,})",
     )
     sim.add_argument(
         "--max-jobs",
-        type=_positive_int,
+        type=_whole(1, 2**63 - 1),
         metavar="N",
-        help="simulate only the first N trace records",
+        help="simulate only the first N trace records (or generated jobs)",
     )
     sim.add_argument(
         "--swf-memory",
@@ -141,15 +191,16 @@ def build_parser() -> argparse.ArgumentParser:
     )
     sim.add_argument(
         "--host-mem",
-        type=_positive_int,
+        type=_whole(1, MAX_MEM_MB, " MB"),
         default=0,
         metavar="MB",
-        help="memory of each host, MB (needed with --swf-memory)",
+        help="memory of each host, MB (needed with --swf-memory; at most 2**40)",
     )
     sim.add_argument(
         "--swf-queues",
         metavar="MAP",
-        help="trace queue numbers to queues: NUM=NAME[:PRIORITY],...,*=NAME[:PRIORITY]",
+        help="trace queue numbers to queues: NUM=NAME[:PRIORITY],...,*=NAME[:PRIORITY] "
+        "(a map starting with a minus: --swf-queues=-1=NAME)",
     )
     sim.add_argument(
         "--record", metavar="OUT.jsonl", help="write the recording (JSONL; .gz compresses)"
@@ -158,7 +209,7 @@ def build_parser() -> argparse.ArgumentParser:
     sim.add_argument("--jobs-out", metavar="OUT.csv", help="write per-job results as CSV")
     sim.add_argument(
         "--record-snapshot-interval",
-        type=_non_negative_int,
+        type=_whole(0, 2**63 - 1),
         default=0,
         metavar="N",
         help="with --record, a SNAPSHOT every N events (default 0: only the first)",
@@ -173,7 +224,7 @@ def build_parser() -> argparse.ArgumentParser:
     rep.add_argument("file", metavar="FILE", help="recording (.jsonl or .jsonl.gz)")
     rep.add_argument(
         "--sim-start-ts",
-        type=_non_negative_int,
+        type=_timestamp_ns,
         metavar="TS",
         help="start from the latest snapshot at or before TS (ns)",
     )
@@ -186,7 +237,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     rep.add_argument(
         "--sim-pause-at",
-        type=_non_negative_int,
+        type=_timestamp_ns,
         metavar="TS",
         help="pause at TS (ns) with a state summary; Enter goes on (on a terminal)",
     )
@@ -209,42 +260,141 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _check_output(path: str | None, option: str) -> None:
-    if path is None:
-        return
-    target = Path(path)
-    if target.is_dir():
-        raise UserError(f"{option} {path}: is a directory")
-    if not target.parent.is_dir():
-        raise UserError(f"{option} {path}: folder {target.parent} does not exist")
+def _check_outputs(
+    outputs: Sequence[tuple[str, str | None]], inputs: Sequence[tuple[str, str | None]] = ()
+) -> None:
+    """Refuse, before any work, output paths that cannot be written: a directory, a
+    path under a missing folder or under a file, one file named by two options (or
+    by an output and an input, which it would overwrite).
+
+    Args:
+        outputs: (option, path or None) of each output.
+        inputs: (option, path or None) of each input file.
+
+    Raises:
+        UserError: naming the option(s) and the path.
+    """
+    seen: dict[object, str] = {}
+    for option, path in inputs:
+        if path is not None:
+            seen.setdefault(_file_key(Path(path)), option)
+    for option, path in outputs:
+        if path is None:
+            continue
+        target = Path(path)
+        if target.is_dir():
+            raise UserError(f"{option} {path}: is a directory")
+        parent = target.parent
+        if not parent.is_dir():
+            ancestor = parent
+            while not ancestor.exists() and ancestor != ancestor.parent:
+                ancestor = ancestor.parent
+            if ancestor.exists() and not ancestor.is_dir():
+                raise UserError(f"{option} {path}: {ancestor} is not a folder")
+            raise UserError(f"{option} {path}: folder {parent} does not exist")
+        key = _file_key(target)
+        if key is None:
+            continue
+        if key in seen:
+            raise UserError(f"{seen[key]} and {option} name the same file {path}")
+        seen[key] = option
 
 
-def _load_trace(args: argparse.Namespace) -> SwfTrace:
+def _file_key(path: Path) -> object:
+    """What identifies the file ``path`` names (its device and inode when it exists,
+    else its resolved path); None for an existing file that is not a regular file
+    (``/dev/null``, ``/dev/stdout``), which several outputs may share."""
+    try:
+        info = path.stat()
+    except OSError:
+        return os.path.realpath(path)
+    if not stat.S_ISREG(info.st_mode):
+        return None
+    return (info.st_dev, info.st_ino)
+
+
+@contextmanager
+def _writing(option: str, path: str) -> Iterator[None]:
+    """Turn an error writing ``path`` into a ``UserError`` naming ``option`` and ``path``."""
+    try:
+        yield
+    except OSError as exc:
+        raise UserError(f"{option} {path}: {exc.strerror or exc}") from None
+
+
+def _load_workload(args: argparse.Namespace) -> tuple[MappedWorkload, str]:
+    """The workload to simulate and where it came from, from the options.
+
+    The generated workload's cluster is ``--hosts`` (default 128) hosts of
+    ``--slots-per-host`` slots, and its model is generated for that many processors
+    (hosts × slots); a trace's cluster is ``--hosts`` or its header's machine size.
+    """
+    queue_map = None
+    if args.swf_queues is not None:
+        try:
+            queue_map = QueueMap.parse(args.swf_queues)
+            queue_map.queues()
+        except MappingError as exc:
+            raise UserError(f"--swf-queues: {exc}") from None
+    hosts = args.hosts
     if args.workload is None:
-        hosts = args.hosts or DEFAULT_HOSTS
-        return generate_lublin(
-            n_jobs=args.jobs, nodes=hosts * args.slots_per_host, seed=max(args.seed, 0)
+        hosts = hosts or DEFAULT_HOSTS
+    if hosts is not None and hosts * args.slots_per_host > MAX_SLOTS:
+        raise UserError(
+            f"--hosts × --slots-per-host: {hosts:,} × {args.slots_per_host:,} = "
+            f"{hosts * args.slots_per_host:,} slots, more than the ceiling of {MAX_SLOTS:,}"
         )
-    return read_swf(args.workload)
+    if args.workload is None:
+        jobs = args.jobs or DEFAULT_JOBS
+        if args.max_jobs is not None:
+            jobs = min(jobs, args.max_jobs)
+        trace = generate_lublin(n_jobs=jobs, nodes=hosts * args.slots_per_host, seed=args.seed)
+    else:
+        if args.jobs is not None:
+            raise UserError(
+                "--jobs sets the size of the generated workload; with --workload use --max-jobs"
+            )
+        trace = read_swf(args.workload)
+    workload = map_trace(
+        trace,
+        hosts=hosts,
+        slots_per_host=args.slots_per_host,
+        queue_map=queue_map,
+        max_jobs=args.max_jobs,
+        swf_memory=args.swf_memory,
+        host_mem_mb=float(args.host_mem),
+    )
+    return workload, trace.source
+
+
+def _plural(count: int, noun: str) -> str:
+    return f"{count:,} {noun}" + ("" if count == 1 else "s")
+
+
+def _figure(value: float | None, spec: str) -> str:
+    return "n/a" if value is None else format(value, spec)
 
 
 def _print_summary(console: Console, report: Report) -> None:
     table = Table(title=f"xce-sched simulate: {report.workload}", show_header=False)
     table.add_column("figure", style="bold")
     table.add_column("value", justify="right")
+    waits = (report.mean_wait_s, report.median_wait_s, report.max_wait_s)
     rows = [
         ("policy", report.policy),
-        ("cluster", f"{report.hosts} hosts, {report.slots} slots"),
-        ("jobs", f"{report.jobs_total} total, {report.jobs_finished} finished"),
+        ("cluster", f"{_plural(report.hosts, 'host')}, {_plural(report.slots, 'slot')}"),
+        ("jobs", f"{report.jobs_total:,} total, {report.jobs_finished:,} finished"),
         (
             "skipped / rejected / never started",
-            f"{report.jobs_skipped} / {report.jobs_rejected} / {report.jobs_never_started}",
+            f"{report.jobs_skipped:,} / {report.jobs_rejected:,} / {report.jobs_never_started:,}",
         ),
         (
             "wait mean / median / max",
-            f"{report.mean_wait_s:,.0f} / {report.median_wait_s:,.0f} / {report.max_wait_s:,} s",
+            "n/a"
+            if report.max_wait_s is None
+            else " / ".join(_figure(value, ",.0f") for value in waits) + " s",
         ),
-        ("mean bounded slowdown (τ=10 s)", f"{report.mean_bounded_slowdown:,.2f}"),
+        ("mean bounded slowdown (τ=10 s)", _figure(report.mean_bounded_slowdown, ",.2f")),
         ("utilization", f"{report.utilization:.1%}"),
         ("makespan", f"{report.makespan_s:,} s ({report.makespan_s / 86400:,.1f} days)"),
         ("rounds / events", f"{report.rounds:,} / {report.events:,}"),
@@ -256,27 +406,14 @@ def _print_summary(console: Console, report: Report) -> None:
     console.print(table)
 
 
-def simulate(args: argparse.Namespace) -> int:
-    """Run ``xce-sched simulate``; returns the exit status."""
-    for path, option in (
-        (args.record, "--record"),
-        (args.report, "--report"),
-        (args.jobs_out, "--jobs-out"),
-    ):
-        _check_output(path, option)
-    registry = load_registry()
-    registry.pickers.get(args.policy)
-    queue_map = QueueMap.parse(args.swf_queues) if args.swf_queues else None
-    trace = _load_trace(args)
-    workload = map_trace(
-        trace,
-        hosts=args.hosts,
-        slots_per_host=args.slots_per_host,
-        queue_map=queue_map,
-        max_jobs=args.max_jobs,
-        swf_memory=args.swf_memory,
-        host_mem_mb=float(args.host_mem),
-    )
+def _run(
+    args: argparse.Namespace, workload: MappedWorkload, source: str, registry: PluginRegistry
+) -> SimulationResult:
+    """Simulate ``workload``, with a progress bar on a terminal and the recording.
+
+    Raises:
+        OSError: the recording cannot be written (``filename`` is its path).
+    """
     stderr = Console(stderr=True)
     recording = RecordingWriter(args.record) if args.record else None
     try:
@@ -292,7 +429,7 @@ def simulate(args: argparse.Namespace) -> int:
             task = bar.add_task("simulating", total=len(workload.jobs))
             result = run_simulation(
                 workload,
-                source=trace.source,
+                source=source,
                 policy=args.policy,
                 seed=args.seed,
                 round_interval_s=args.round_interval,
@@ -301,14 +438,40 @@ def simulate(args: argparse.Namespace) -> int:
                 snapshot_interval=args.record_snapshot_interval,
                 progress=lambda done: bar.update(task, completed=done),
             )
-    finally:
+    except BaseException:
         if recording is not None:
-            recording.close()
+            with suppress(OSError):  # the first error is the one to report
+                recording.close()
+        raise
+    if recording is not None:
+        recording.close()
+    return result
+
+
+def simulate(args: argparse.Namespace) -> int:
+    """Run ``xce-sched simulate``; returns the exit status."""
+    _check_outputs(
+        [("--record", args.record), ("--report", args.report), ("--jobs-out", args.jobs_out)],
+        [("--workload", args.workload)],
+    )
+    registry = load_registry()
+    registry.pickers.get(args.policy)
+    workload, source = _load_workload(args)
+    try:
+        result = _run(args, workload, source, registry)
+    except OSError as exc:
+        if args.record and exc.filename == str(Path(args.record)):
+            raise UserError(f"--record {args.record}: {exc.strerror or exc}") from None
+        raise
     report = result.report
     if args.report:
-        Path(args.report).write_bytes(orjson.dumps(report.to_json(), option=orjson.OPT_INDENT_2))
+        with _writing("--report", args.report):
+            Path(args.report).write_bytes(
+                orjson.dumps(report.to_json(), option=orjson.OPT_INDENT_2)
+            )
     if args.jobs_out:
-        write_jobs_csv(result.records.values(), args.jobs_out)
+        with _writing("--jobs-out", args.jobs_out):
+            write_jobs_csv(result.records.values(), args.jobs_out)
     if not args.quiet:
         _print_summary(Console(), report)
     return 0
@@ -316,7 +479,10 @@ def simulate(args: argparse.Namespace) -> int:
 
 def replay_command(args: argparse.Namespace) -> int:
     """Run ``xce-sched replay``; returns the exit status (1 when verification failed)."""
-    _check_output(args.report, "--report")
+    _check_outputs(
+        [("--report", args.report)],
+        [("FILE", args.file), ("--sim-alt-events", args.sim_alt_events)],
+    )
     options = ReplayOptions(
         start_ts=args.sim_start_ts,
         speed=args.sim_speed,
@@ -382,7 +548,8 @@ def replay_command(args: argparse.Namespace) -> int:
     if result.mismatch_count > len(result.mismatches):
         console.print(f"... and {result.mismatch_count - len(result.mismatches):,} more mismatches")
     if args.report:
-        Path(args.report).write_bytes(orjson.dumps(as_dict(result), option=orjson.OPT_INDENT_2))
+        with _writing("--report", args.report):
+            Path(args.report).write_bytes(orjson.dumps(as_dict(result), option=orjson.OPT_INDENT_2))
     return 1 if result.mismatch_count else 0
 
 
@@ -401,7 +568,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"{PROG}: error: {exc}", file=sys.stderr)
         return 2
     except OSError as exc:
-        print(f"{PROG}: error: {exc.filename or ''}: {exc.strerror or exc}", file=sys.stderr)
+        where = f"{exc.filename}: " if exc.filename else ""
+        print(f"{PROG}: error: {where}{exc.strerror or exc}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         print(f"{PROG}: interrupted", file=sys.stderr)

@@ -19,7 +19,10 @@ process. At one instant the order is fixed:
 
 Rounds come at every instant where something changed (a finish or a submission),
 or, with a round interval, on a fixed grid of that interval; a job that finishes at
-the instant it started gets a further round at that instant either way.
+the instant it started gets a further round at that instant either way. On the grid,
+rounds stop once nothing runs, no submission is left to come and a round has seen
+the last change: further rounds could decide nothing new, and jobs still pending
+then (no plan will ever fit them) never start, as without a round interval.
 """
 
 from __future__ import annotations
@@ -56,6 +59,12 @@ from xce_schemas.events import (
 from xce_driver.workloads.mapping import SimJob
 
 NS = 1_000_000_000
+#: Event times are ns below 2**64 (the wire's limit, in the year 2554).
+END_OF_TIME_NS = 2**64
+
+
+class SimulationTimeError(ValueError):
+    """Virtual time would pass ``END_OF_TIME_NS``; the message names the job or round."""
 
 
 class EventPriority(IntEnum):
@@ -216,6 +225,12 @@ class ClusterEmulator:
         return self._origin_ns + seconds * NS
 
     def _schedule(self, ts: int, priority: EventPriority, jobid: int) -> None:
+        if ts >= END_OF_TIME_NS:
+            what = "submitted" if priority is EventPriority.SUBMIT else "ends"
+            raise SimulationTimeError(
+                f"job {jobid} {what} at {(ts - self._origin_ns) // NS:,} s, past the end of "
+                f"virtual time ({END_OF_TIME_NS:,} ns after the epoch)"
+            )
         heapq.heappush(self._agenda, (ts, priority, next(self._seq), jobid))
 
     def _push(self, event: CoreEvent) -> None:
@@ -272,14 +287,23 @@ class ClusterEmulator:
         return (ts - self._origin_ns) % self._interval_ns == 0
 
     def _plan_grid_round(self, now: int) -> None:
-        """Keep one grid round in the agenda while jobs pend or run."""
+        """Keep one grid round in the agenda while jobs pend or run, and while a round
+        could still decide something new (see the module docstring)."""
         if self._next_round_ns is not None or not (self._pending or self._running):
             return
+        if not self._running and not self._agenda and self._last_round_ns == now:
+            return  # nothing runs, nothing comes: the jobs left pending never start
         assert self._interval_ns is not None
         base = self._origin_ns
         steps = (now - base) // self._interval_ns + 1
-        self._next_round_ns = base + steps * self._interval_ns
-        heapq.heappush(self._agenda, (self._next_round_ns, EventPriority.ROUND, next(self._seq), 0))
+        next_round_ns = base + steps * self._interval_ns
+        if next_round_ns >= END_OF_TIME_NS:
+            raise SimulationTimeError(
+                f"the round at {(next_round_ns - base) // NS:,} s is past the end of virtual "
+                f"time ({END_OF_TIME_NS:,} ns after the epoch)"
+            )
+        self._next_round_ns = next_round_ns
+        heapq.heappush(self._agenda, (next_round_ns, EventPriority.ROUND, next(self._seq), 0))
 
 
 #: Pending reasons a controller answers by rejecting the job: it can never run here.

@@ -39,21 +39,34 @@ class RecordingWriter:
         path: the file; ``.gz`` means gzip.
 
     Raises:
-        OSError: the file cannot be created.
+        OSError: the file cannot be created, written or closed (a full disk, a
+            device that refuses writes); its ``filename`` is always ``str(path)``,
+            so the message can name the file.
     """
 
     def __init__(self, path: str | Path) -> None:
         self.path = Path(path)
         self.lines = 0
         self._file: io.BufferedIOBase
-        if self.path.name.endswith(".gz"):
-            self._file = gzip.GzipFile(self.path, "wb")
-        else:
-            self._file = open(self.path, "wb")  # noqa: SIM115
+        try:
+            if self.path.name.endswith(".gz"):
+                self._file = gzip.GzipFile(self.path, "wb")
+            else:
+                self._file = open(self.path, "wb")  # noqa: SIM115
+        except OSError as exc:
+            raise self._named(exc) from exc
+
+    def _named(self, exc: OSError) -> OSError:
+        """``exc`` with this file as its ``filename``: a buffered write fails at a later
+        write or at close, with no file name."""
+        return OSError(exc.errno, exc.strerror or str(exc), str(self.path))
 
     def _write(self, line: bytes) -> None:
-        self._file.write(line)
-        self._file.write(b"\n")
+        try:
+            self._file.write(line)
+            self._file.write(b"\n")
+        except OSError as exc:
+            raise self._named(exc) from exc
         self.lines += 1
 
     def header(self, config: SchedulerConfig, start_ts: int) -> None:
@@ -86,8 +99,15 @@ class RecordingWriter:
         )
 
     def close(self) -> None:
-        """Flush and close the file."""
-        self._file.close()
+        """Flush and close the file.
+
+        Raises:
+            OSError: the last lines cannot be written (``filename`` is the path).
+        """
+        try:
+            self._file.close()
+        except OSError as exc:
+            raise self._named(exc) from exc
 
     def __enter__(self) -> RecordingWriter:
         return self

@@ -7,6 +7,9 @@ Definitions (the usual ones of the job-scheduling literature, e.g. Feitelson et 
 * bounded slowdown = max(1, (wait + run) / max(run, τ)), τ = 10 s, over finished jobs;
 * makespan = last end − first submit (s);
 * utilization = Σ run × tasks / (cluster slots × makespan), over finished jobs.
+
+A mean, median or maximum over no jobs at all (no job started, or none finished) is
+None (``null`` in JSON, "n/a" in the summary), never a made-up 0.
 """
 
 from __future__ import annotations
@@ -25,7 +28,11 @@ SLOWDOWN_BOUND_S = 10
 
 @dataclass(frozen=True, slots=True)
 class Report:
-    """A simulation's summary; ``to_json`` gives the ``--report`` document."""
+    """A simulation's summary; ``to_json`` gives the ``--report`` document.
+
+    Times are seconds. The wait figures are None when no job started, the mean
+    bounded slowdown is None when no job finished (nothing to average).
+    """
 
     workload: str
     policy: str
@@ -37,10 +44,10 @@ class Report:
     jobs_skipped: int
     jobs_rejected: int
     jobs_never_started: int
-    mean_wait_s: float
-    median_wait_s: float
-    max_wait_s: int
-    mean_bounded_slowdown: float
+    mean_wait_s: float | None
+    median_wait_s: float | None
+    max_wait_s: int | None
+    mean_bounded_slowdown: float | None
     utilization: float
     makespan_s: int
     rounds: int
@@ -97,10 +104,10 @@ def summarize(
         jobs_skipped=skipped,
         jobs_rejected=rejected,
         jobs_never_started=len(records) - len(started) - rejected,
-        mean_wait_s=round(statistics.fmean(waits), 3) if waits else 0.0,
-        median_wait_s=float(statistics.median(waits)) if waits else 0.0,
-        max_wait_s=max(waits, default=0),
-        mean_bounded_slowdown=round(statistics.fmean(slowdowns), 4) if slowdowns else 0.0,
+        mean_wait_s=round(statistics.fmean(waits), 3) if waits else None,
+        median_wait_s=float(statistics.median(waits)) if waits else None,
+        max_wait_s=max(waits) if waits else None,
+        mean_bounded_slowdown=round(statistics.fmean(slowdowns), 4) if slowdowns else None,
         utilization=round(work / (slots * makespan), 6) if makespan and slots else 0.0,
         makespan_s=makespan,
         rounds=rounds,

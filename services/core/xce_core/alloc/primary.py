@@ -194,7 +194,15 @@ def try_plan(
 class _Request:
     """One primary's requirements resolved against the cluster's resource table."""
 
-    __slots__ = ("host_usages", "primary", "select", "shared_usages", "state", "tasks")
+    __slots__ = (
+        "_selected",
+        "host_usages",
+        "primary",
+        "select",
+        "shared_usages",
+        "state",
+        "tasks",
+    )
 
     def __init__(self, primary: Primary, tasks: int, state: ClusterState) -> None:
         self.primary = primary
@@ -203,6 +211,9 @@ class _Request:
         self.select = None if primary.select is None else compiled(primary.select)
         self.host_usages: list[tuple[str, float, int, ReserveMethod]] = []
         self.shared_usages: list[tuple[str, float, int, ReserveMethod]] = []
+        # Nothing changes during one attempt: each host's select result is computed
+        # once, however many plans (and the diagnosis) look at it.
+        self._selected: dict[int, bool] = {}
 
     def resolve(self) -> Unsatisfied | None:
         """Sort the rusage into host and shared reservations; a bad one is refused."""
@@ -264,7 +275,14 @@ class _Request:
 
     def selected(self, host: HostInfo) -> bool:
         """Whether ``host`` passes the select expression."""
-        return self.select is None or self.select(self.state.host_values(host))  # type: ignore[arg-type]
+        if self.select is None:
+            return True
+        known = self._selected.get(host.position)
+        if known is None:
+            known = self._selected[host.position] = self.select(
+                self.state.host_values(host)  # type: ignore[arg-type]
+            )
+        return known
 
     def room(self, host: HostInfo, slots: int, first: bool = False) -> bool:
         """Whether ``host`` has the slots and the reservations of a share."""

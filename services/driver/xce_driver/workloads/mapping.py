@@ -13,6 +13,19 @@ Defaults (each one overridable from the command line):
 
 A simulated job keeps the trace's job number as its jobid, so results can be compared
 job by job with other simulators.
+
+Ceilings, checked before anything is built (a value beyond one is an error naming it):
+
+* hosts: ``MAX_HOSTS`` (1,000,000), whether given or read from the header;
+* slots per host, and hosts × slots per host: ``MAX_SLOTS`` (2**31 - 1, the wire's
+  32-bit counts), as are a job's processors (fields 5 and 8);
+* times: ``UnixStartTime`` + submit time + run time below ``MAX_TIME_S`` (10**10 s,
+  the year 2286), so every event time in ns fits 64 bits with room to spare;
+* job numbers and user ids: ``MAX_ID`` (2**64 - 1);
+* a job's requested memory with ``swf_memory``: ``MAX_MEM_MB`` (2**40 MB) per task.
+
+A job asking for more processors than the cluster has (but not more than
+``MAX_SLOTS``) is mapped as it is: the core pends it as larger than the cluster.
 """
 
 from __future__ import annotations
@@ -20,7 +33,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from xce_driver.workloads.swf import SwfTrace
+from xce_driver.workloads.swf import SwfError, SwfRecord, SwfTrace, parse_integer
 
 #: The queue every job goes to unless a queue map says otherwise (LSF's default).
 DEFAULT_QUEUE = "normal"
@@ -28,6 +41,18 @@ DEFAULT_QUEUE = "normal"
 DEFAULT_QUEUE_PRIORITY = 30
 
 _QUEUE_NAME = re.compile(r"[A-Za-z0-9_.\-]+")
+
+#: Most hosts a cluster may have (``--hosts``, or the header's ``MaxProcs``/``MaxNodes``).
+MAX_HOSTS = 1_000_000
+#: Most slots a host, a cluster or a job may have: the wire's 32-bit counts.
+MAX_SLOTS = 2**31 - 1
+#: ``UnixStartTime`` + submit time + run time stays below this many seconds (10**10 s,
+#: the year 2286), so that event times in ns (below 10**19) fit 64 bits with room.
+MAX_TIME_S = 10**10
+#: Largest job number and user id (the wire's 64-bit ids).
+MAX_ID = 2**64 - 1
+#: Most memory a host offers or a task reserves, MB (2**40 MB, one exabyte).
+MAX_MEM_MB = 2**40
 
 
 class MappingError(ValueError):
@@ -69,25 +94,29 @@ class QueueMap:
         """Parse ``NUM=NAME[:PRIORITY],...``; ``*=NAME[:PRIORITY]`` sets the default.
 
         Example: ``1=express:50,2=high:40,*=normal:30``. Priority defaults to 30.
+        Numbers are ASCII digits with an optional leading minus.
 
         Raises:
-            MappingError: naming the entry that does not parse.
+            MappingError: an empty map (``empty queue map``), or naming the entry
+                that does not parse.
         """
         by_number: dict[int, tuple[str, int]] = {}
         default = (DEFAULT_QUEUE, DEFAULT_QUEUE_PRIORITY)
         default_given = False
+        if not text.strip():
+            raise MappingError("empty queue map")
         for entry in (part.strip() for part in text.split(",")):
             number, sep, target = entry.partition("=")
             name, _, priority_text = target.partition(":")
             name = name.strip()
             if not sep or not _QUEUE_NAME.fullmatch(name):
                 raise MappingError(f"queue map entry {entry!r} is not NUM=NAME[:PRIORITY]")
-            try:
-                priority = int(priority_text) if priority_text else DEFAULT_QUEUE_PRIORITY
-            except ValueError:
+            priority_text = priority_text.strip()
+            priority = parse_integer(priority_text) if priority_text else DEFAULT_QUEUE_PRIORITY
+            if priority is None:
                 raise MappingError(
                     f"queue map entry {entry!r}: priority {priority_text!r} is not a whole number"
-                ) from None
+                )
             if not -(2**31) <= priority < 2**31:
                 raise MappingError(
                     f"queue map entry {entry!r}: priority {priority} is outside 32 bits"
@@ -97,12 +126,11 @@ class QueueMap:
                     raise MappingError("queue map gives the default queue (*) twice")
                 default, default_given = (name, priority), True
                 continue
-            try:
-                key = int(number)
-            except ValueError:
+            key = parse_integer(number.strip())
+            if key is None:
                 raise MappingError(
                     f"queue map entry {entry!r}: {number.strip()!r} is not a queue number"
-                ) from None
+                )
             if key in by_number:
                 raise MappingError(f"queue map maps queue number {key} twice")
             by_number[key] = (name, priority)
@@ -166,32 +194,62 @@ def map_trace(
 ) -> MappedWorkload:
     """Map an SWF trace onto jobs and a cluster (the defaults of this module).
 
+    Every value the mapping uses is checked against the module's ceilings before any
+    job is built, so a run never fails half-way on a value found late.
+
     Args:
         trace: the workload.
-        hosts: host count; default ``MaxProcs`` (else ``MaxNodes``) of the header.
-        slots_per_host: slots of each host (≥ 1).
+        hosts: host count (1 to ``MAX_HOSTS``); default ``MaxProcs`` (else
+            ``MaxNodes``) of the header.
+        slots_per_host: slots of each host (1 to ``MAX_SLOTS``, and hosts × slots at
+            most ``MAX_SLOTS``).
         queue_map: trace queue numbers → queues; default everything to ``normal``.
         max_jobs: keep only the first this many records (a trace prefix).
         swf_memory: give each job with a requested memory (field 10, KB per
             processor) the request ``rusage[mem=<MB>]``, reserved per task.
-        host_mem_mb: memory of each host, MB (needed with ``swf_memory``).
+        host_mem_mb: memory of each host, MB (needed with ``swf_memory``; at most
+            ``MAX_MEM_MB``).
 
     Raises:
-        MappingError: no host count in the header and none given, a count < 1, or a
-            job number that appears twice.
+        MappingError: no host count in the header and none given; a cluster shape
+            beyond the ceilings (a header value is named by file and key); a
+            malformed or too large ``UnixStartTime``; a job number that appears
+            twice; or a value of a kept record beyond its ceiling, named by file,
+            line and field: ``t.swf:12: field 4 (run_time): 9999999999 is too long;
+            ...``.
     """
+    size_key = None
     if hosts is None:
-        max_procs = trace.header.max_procs
-        hosts = max_procs if max_procs and max_procs > 0 else trace.header.max_nodes
-        if not hosts or hosts < 1:
-            raise MappingError(
-                f"{trace.source}: the header gives no MaxProcs or MaxNodes; pass --hosts"
-            )
+        hosts, size_key = _header_hosts(trace)
     if hosts < 1 or slots_per_host < 1:
         raise MappingError("hosts and slots per host must be at least 1")
+    if hosts > MAX_HOSTS:
+        raise MappingError(f"{hosts:,} hosts is more than the ceiling of {MAX_HOSTS:,}")
+    if slots_per_host > MAX_SLOTS:
+        raise MappingError(
+            f"{slots_per_host:,} slots per host is more than the ceiling of {MAX_SLOTS:,}"
+        )
+    if hosts * slots_per_host > MAX_SLOTS:
+        given = f" (header {size_key})" if size_key else ""
+        raise MappingError(
+            f"{hosts:,} hosts{given} × {slots_per_host:,} slots per host = "
+            f"{hosts * slots_per_host:,} slots, more than the ceiling of {MAX_SLOTS:,}"
+        )
     if swf_memory and host_mem_mb <= 0:
         raise MappingError("--swf-memory needs --host-mem MB, the memory of each host")
+    if not 0 <= host_mem_mb <= MAX_MEM_MB:
+        raise MappingError(f"host memory {host_mem_mb:g} MB is outside 0 to {MAX_MEM_MB:,} MB")
+    try:
+        origin = trace.header.unix_start_time
+    except SwfError as exc:
+        raise MappingError(f"{trace.source}: {exc}") from None
+    if origin >= MAX_TIME_S:
+        raise MappingError(
+            f"{trace.source}: header UnixStartTime: {origin} is not before {MAX_TIME_S:,} s "
+            "(the year 2286)"
+        )
     queue_map = queue_map or QueueMap()
+    queues = queue_map.queues()
     records = trace.records if max_jobs is None else trace.records[:max_jobs]
     jobs: list[SimJob] = []
     seen: set[int] = set()
@@ -200,10 +258,12 @@ def map_trace(
         if record.job_number in seen:
             raise MappingError(f"{trace.source}: job number {record.job_number} appears twice")
         seen.add(record.job_number)
-        tasks = record.requested_procs if record.requested_procs > 0 else record.allocated_procs
+        tasks_field = 8 if record.requested_procs > 0 else 5
+        tasks = record.requested_procs if tasks_field == 8 else record.allocated_procs
         if record.run_time < 0 or tasks <= 0 or record.submit_time < 0:
             skipped += 1
             continue
+        _check_record(record, trace.source, origin, tasks_field, swf_memory)
         user = f"u{record.user_id}" if record.user_id >= 0 else "nobody"
         resreq = ""
         if swf_memory and record.requested_memory_kb > 0:
@@ -225,7 +285,79 @@ def map_trace(
         skipped=skipped,
         hosts=hosts,
         slots_per_host=slots_per_host,
-        origin_s=trace.header.unix_start_time,
-        queues=queue_map.queues(),
+        origin_s=origin,
+        queues=queues,
         host_mem_mb=host_mem_mb,
     )
+
+
+def _header_hosts(trace: SwfTrace) -> tuple[int, str]:
+    """The host count the header gives (``MaxProcs``, else ``MaxNodes``) and its key.
+
+    Raises:
+        MappingError: neither key holds a positive number, or the one used is above
+            ``MAX_HOSTS`` (naming the file and the key, and suggesting ``--hosts``).
+    """
+    for key in ("MaxProcs", "MaxNodes"):
+        text = trace.header.values.get(key, "").split()
+        if not text:
+            continue
+        digits = text[0]
+        if digits.isascii() and digits.isdigit() and len(digits.lstrip("0")) > 7:
+            value = MAX_HOSTS + 1  # more digits than any count under the ceiling
+        else:
+            value = parse_integer(digits) or 0
+        if value < 1:
+            continue
+        if value > MAX_HOSTS:
+            shown = digits if len(digits) <= 20 else digits[:20] + "..."
+            raise MappingError(
+                f"{trace.source}: header {key}: {shown} hosts is more than the ceiling of "
+                f"{MAX_HOSTS:,}; pass --hosts"
+            )
+        return value, key
+    raise MappingError(f"{trace.source}: the header gives no MaxProcs or MaxNodes; pass --hosts")
+
+
+def _check_record(
+    record: SwfRecord, source: str, origin: int, tasks_field: int, swf_memory: bool
+) -> None:
+    """Check the values of a record that becomes a job against the module's ceilings.
+
+    Raises:
+        MappingError: ``file:line: field N (name): value ...``.
+    """
+    where = f"{source}:{record.line}" if record.line else f"{source} (job {record.job_number})"
+    if not 0 <= record.job_number <= MAX_ID:
+        raise MappingError(
+            f"{where}: field 1 (job_number): {record.job_number} is outside 0 to {MAX_ID:,}"
+        )
+    if origin + record.submit_time >= MAX_TIME_S:
+        raise MappingError(
+            f"{where}: field 2 (submit_time): {record.submit_time} is too late; "
+            f"UnixStartTime ({origin}) + submit time must stay below {MAX_TIME_S:,} s "
+            "(the year 2286)"
+        )
+    if origin + record.submit_time + record.run_time >= MAX_TIME_S:
+        raise MappingError(
+            f"{where}: field 4 (run_time): {record.run_time} is too long; "
+            f"UnixStartTime ({origin}) + submit time ({record.submit_time}) + run time "
+            f"must stay below {MAX_TIME_S:,} s (the year 2286)"
+        )
+    if tasks_field == 8 and record.requested_procs > MAX_SLOTS:
+        raise MappingError(
+            f"{where}: field 8 (requested_procs): {record.requested_procs} is more than "
+            f"{MAX_SLOTS:,} processors"
+        )
+    if tasks_field == 5 and record.allocated_procs > MAX_SLOTS:
+        raise MappingError(
+            f"{where}: field 5 (allocated_procs): {record.allocated_procs} is more than "
+            f"{MAX_SLOTS:,} processors"
+        )
+    if record.user_id > MAX_ID:
+        raise MappingError(f"{where}: field 12 (user_id): {record.user_id} is more than {MAX_ID:,}")
+    if swf_memory and record.requested_memory_kb > MAX_MEM_MB * 1024:
+        raise MappingError(
+            f"{where}: field 10 (requested_memory_kb): {record.requested_memory_kb:g} KB is "
+            f"more than {MAX_MEM_MB:,} MB"
+        )

@@ -7,17 +7,26 @@ al., "Benchmarks and Standards for the Evaluation of Parallel Job Schedulers", J
 1999; https://www.cs.huji.ac.il/labs/parallel/workload/swf.html).
 
 ``.swf`` and ``.swf.gz`` files are read transparently.
+
+Numbers are read strictly, as the format writes them: an integer field is ASCII
+digits with an optional leading minus (``-?[0-9]+``; an exact integer written as a
+decimal, ``12.0``, is accepted too, as some archive logs write them); a fractional
+field is ``-?[0-9]+(.[0-9]+)?([eE][-+]?[0-9]+)?`` and finite. Python's more lenient
+spellings (``1_000``, non-ASCII digits, ``nan``, ``inf``) are errors.
 """
 
 from __future__ import annotations
 
 import gzip
+import math
+import re
 import zlib
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
-#: The 18 SWF fields in file order; SwfRecord's attributes carry the same names.
+#: The 18 SWF fields in file order; SwfRecord's first 18 attributes carry the same names
+#: (its 19th, ``line``, is where the record was read, not a field of the format).
 SWF_FIELDS: tuple[str, ...] = (
     "job_number",
     "submit_time",
@@ -54,6 +63,8 @@ class SwfRecord:
 
     Times are seconds (submit time from the trace's time origin); memory is KB per
     processor; ``avg_cpu_time`` may be fractional in some logs and is kept as a float.
+    ``line`` is the record's line number in its file (from 1; 0 when it was not read
+    from a file), used to name it in error messages; it is not compared.
     """
 
     job_number: int
@@ -74,10 +85,32 @@ class SwfRecord:
     partition_number: int
     preceding_job: int
     think_time: int
+    line: int = field(default=0, compare=False)
 
 
 #: Fields that some archive logs write with a fractional part.
 _FLOAT_FIELDS = frozenset({"avg_cpu_time", "used_memory_kb", "requested_memory_kb"})
+
+#: An integer as the format writes it: ASCII digits, an optional leading minus.
+_INTEGER = re.compile(r"-?[0-9]+")
+#: A fractional number as the format writes it (ASCII; no nan, inf or underscores).
+_DECIMAL = re.compile(r"-?[0-9]+(?:\.[0-9]+)?(?:[eE][-+]?[0-9]+)?")
+#: Integers with more digits than this are refused (every ceiling is far below).
+MAX_DIGITS = 30
+
+
+def show_text(text: str, limit: int = 40) -> str:
+    """``repr(text)``, cut to ``limit`` characters (and an ellipsis) so that an error
+    message about a huge value stays one short line."""
+    return repr(text if len(text) <= limit else text[:limit] + "...")
+
+
+def parse_integer(text: str) -> int | None:
+    """``text`` as an integer if it is one as the format writes it (``-?[0-9]+``, at most
+    ``MAX_DIGITS`` digits), else None."""
+    if not _INTEGER.fullmatch(text) or len(text.lstrip("-").lstrip("0")) > MAX_DIGITS:
+        return None
+    return int(text)
 
 
 @dataclass(frozen=True, slots=True)
@@ -92,12 +125,10 @@ class SwfHeader:
     repeated: dict[str, list[str]] = field(default_factory=dict)
 
     def int_value(self, key: str) -> int | None:
-        """The header value of ``key`` as an integer, or None when absent or not a number."""
+        """The first word of the header value of ``key`` as an integer (``-?[0-9]+``), or
+        None when absent or not written that way."""
         text = self.values.get(key, "").split()
-        try:
-            return int(text[0]) if text else None
-        except ValueError:
-            return None
+        return parse_integer(text[0]) if text else None
 
     @property
     def max_procs(self) -> int | None:
@@ -111,16 +142,32 @@ class SwfHeader:
 
     @property
     def unix_start_time(self) -> int:
-        """``UnixStartTime``: the epoch second of the trace's time 0 (0 when absent)."""
-        return self.int_value("UnixStartTime") or 0
+        """``UnixStartTime``: the epoch second of the trace's time 0 (0 when absent).
+
+        Raises:
+            SwfError: the key is there but its value is not a whole number of seconds,
+                0 or more (``header UnixStartTime: 'abc' is not ...``).
+        """
+        text = self.values.get("UnixStartTime")
+        if text is None:
+            return 0
+        words = text.split()
+        value = parse_integer(words[0]) if words else None
+        if value is None or value < 0:
+            raise SwfError(
+                f"header UnixStartTime: {show_text(text)} is not a whole number of seconds "
+                "(0 or more)"
+            )
+        return value
 
     def queue_names(self) -> dict[int, str]:
         """Queue number → name from the ``; Queue: N name`` lines (empty when none)."""
         names: dict[int, str] = {}
         for text in self.repeated.get("Queue", []):
             parts = text.split()
-            if len(parts) >= 2 and parts[0].lstrip("-").isdigit():
-                names[int(parts[0])] = parts[1]
+            number = parse_integer(parts[0]) if len(parts) >= 2 else None
+            if number is not None:
+                names[number] = parts[1]
         return names
 
 
@@ -136,42 +183,63 @@ class SwfTrace:
     source: str
 
 
-def parse_record(text: str, *, where: str) -> SwfRecord:
+def parse_record(text: str, *, where: str, line: int | None = None) -> SwfRecord:
     """Parse one SWF data line into a record.
 
     Args:
         text: the line, without its newline.
         where: ``file:line`` used in error messages.
+        line: the record's line number; default: the number after the last ``:`` of
+            ``where``, else 0.
 
     Raises:
-        SwfError: wrong number of fields, or a field that is not a number.
+        SwfError: wrong number of fields, or a field that is not a number as the format
+            writes it (see the module docstring), named by ``where``, number and name:
+            ``trace.swf:12: field 4 (run_time): 'abc' is not a number``.
     """
+    if line is None:
+        tail = where.rpartition(":")[2]
+        line = int(tail) if tail.isascii() and tail.isdigit() else 0
     parts = text.split()
     if len(parts) != len(SWF_FIELDS):
         raise SwfError(f"{where}: expected 18 fields, found {len(parts)}")
     values: list[int | float] = []
     for index, (name, raw) in enumerate(zip(SWF_FIELDS, parts, strict=True), start=1):
-        try:
-            if name in _FLOAT_FIELDS:
-                values.append(float(raw))
-            else:
-                values.append(int(raw))
-        except ValueError:
-            # Some archive logs write integral fields as "12.0"; accept exact integers.
-            try:
-                number = float(raw)
-            except ValueError:
-                raise SwfError(
-                    f"{where}: field {index} ({name}): {raw!r} is not a number"
-                ) from None
-            if not number.is_integer():
-                raise SwfError(
-                    f"{where}: field {index} ({name}): {raw!r} is not a whole number"
-                ) from None
-            values.append(int(number))
+        # The common case first, without a regex: a short run of ASCII digits.
+        if (
+            len(raw) <= MAX_DIGITS
+            and raw.isascii()
+            and (raw.isdigit() or (raw[0] == "-" and raw[1:].isdigit()))
+            and name not in _FLOAT_FIELDS
+        ):
+            values.append(int(raw))
+        else:
+            values.append(_number(raw, name, f"{where}: field {index} ({name})"))
     if values[0] < 0:
         raise SwfError(f"{where}: field 1 (job_number): {parts[0]!r} is negative")
-    return SwfRecord(*values)  # type: ignore[arg-type]
+    return SwfRecord(*values, line=line)  # type: ignore[arg-type, misc]
+
+
+def _number(raw: str, name: str, where: str) -> int | float:
+    """One field's value: an int, or a float for the fractional fields."""
+    if name not in _FLOAT_FIELDS and _INTEGER.fullmatch(raw):
+        value = parse_integer(raw)
+        if value is None:
+            raise SwfError(
+                f"{where}: {show_text(raw)} is too large (more than {MAX_DIGITS} digits)"
+            )
+        return value
+    if not _DECIMAL.fullmatch(raw):
+        raise SwfError(f"{where}: {show_text(raw)} is not a number")
+    number = float(raw)
+    if not math.isfinite(number):
+        raise SwfError(f"{where}: {show_text(raw)} is not a finite number")
+    if name in _FLOAT_FIELDS:
+        return number
+    # Some archive logs write integral fields as "12.0"; accept exact integers.
+    if not number.is_integer():
+        raise SwfError(f"{where}: {show_text(raw)} is not a whole number")
+    return int(number)
 
 
 def _lines(path: Path) -> Iterator[str]:
@@ -212,7 +280,7 @@ def read_swf(path: str | Path) -> SwfTrace:
                     values.setdefault(key, value.strip())
                     repeated.setdefault(key, []).append(value.strip())
                 continue
-            records.append(parse_record(stripped, where=f"{path}:{number}"))
+            records.append(parse_record(stripped, where=f"{path}:{number}", line=number))
     except FileNotFoundError:
         raise SwfError(f"{path}: no such file") from None
     except IsADirectoryError:
