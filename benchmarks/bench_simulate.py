@@ -54,7 +54,7 @@ def bench(name: str, max_jobs: int | None) -> list[str] | None:
         f"{report.sim_wall_s:.2f}",
         f"{report.events / report.sim_wall_s:,.0f}",
         f"{decisions / report.sim_wall_s:,.0f}",
-        f"{report.mean_wait_s:,.0f}",
+        "n/a" if report.mean_wait_s is None else f"{report.mean_wait_s:,.0f}",
         f"{report.utilization:.3f}",
         f"{naive_s:.2f}",
         f"{report.sim_wall_s / naive_s:.1f}",
