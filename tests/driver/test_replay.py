@@ -329,7 +329,7 @@ def broken(tmp_path: Path, how: str) -> tuple[list[str], str]:
         event["payload"]["jobs"][0]["tasks"] = 0
         raw[events[0]] = orjson.dumps(event) + b"\n"
         target.write_bytes(b"".join(raw))
-        return [str(target)], f"{target}:{events[0] + 1}: JOBS_PUSH payload.jobs.0.tasks"
+        return [str(target)], f"{target}:{events[0] + 1}: JOBS_PUSH payload.jobs[0].tasks"
     if how == "missing":
         return [str(tmp_path / "nosuch.jsonl")], "nosuch.jsonl: no such file"
     if how == "corrupt gzip":

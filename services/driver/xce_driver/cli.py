@@ -38,6 +38,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeElapsedCo
 from rich.table import Table
 from xce_core.errors import ConfigError
 from xce_core.plugins import PluginRegistry
+from xce_schemas.errors import describe
 
 from xce_driver.plugins import load_registry
 from xce_driver.recording import RecordingWriter
@@ -560,9 +561,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         return simulate(args) if args.command == "simulate" else replay_command(args)
     except ValidationError as exc:  # a value the wire contract refuses
-        first = exc.errors()[0]
-        where = ".".join(str(part) for part in first["loc"]) or exc.title
-        print(f"{PROG}: error: {where}: {first['msg']} (got {first['input']!r})", file=sys.stderr)
+        got = exc.errors()[0]["input"]
+        print(f"{PROG}: error: {describe(exc, default=exc.title)} (got {got!r})", file=sys.stderr)
         return 2
     except (UserError, SwfError, MappingError, ConfigError, ReplayError, ValueError) as exc:
         print(f"{PROG}: error: {exc}", file=sys.stderr)

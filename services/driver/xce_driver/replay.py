@@ -55,6 +55,7 @@ from xce_schemas import (
     job_alloc_diff,
     parse_decision,
 )
+from xce_schemas.errors import describe
 from xce_schemas.events import EVENT_ADAPTER, JobStateChangePayload
 from xce_schemas.snapshot import CoreSnapshot
 
@@ -193,9 +194,7 @@ def _header(path: Path, lines: Iterator[Line], force: bool) -> Header:
     try:
         header = Header.model_validate(first.data)
     except ValidationError as exc:
-        error = exc.errors()[0]
-        where = ".".join(str(p) for p in error["loc"])
-        raise ReplayError(f"{path}:1: HEADER {where}: {error['msg']}") from None
+        raise ReplayError(f"{path}:1: HEADER {describe(exc)}") from None
     major = header.version.split(".")[0]
     if major != RECORDING_VERSION.split(".")[0] and not force:
         raise ReplayError(
@@ -307,10 +306,8 @@ class _Run:
         try:
             event: CoreEvent = EVENT_ADAPTER.validate_python(line.data)
         except ValidationError as exc:
-            error = exc.errors()[0]
-            where = ".".join(str(p) for p in error["loc"][1:])
             raise ReplayError(
-                f"{self.path}:{line.number}: {line.type} {where}: {error['msg']}"
+                f"{self.path}:{line.number}: {line.type} {describe(exc, skip=1)}"
             ) from None
         if event.ts < self.core.last_ts:
             raise ReplayError(
@@ -435,11 +432,7 @@ class _Run:
         try:
             theirs = parse_decision(line.data.get("payload"))  # type: ignore[arg-type]
         except ValidationError as exc:
-            error = exc.errors()[0]
-            where = ".".join(str(p) for p in error["loc"])
-            raise ReplayError(
-                f"{self.path}:{line.number}: DECISION {where}: {error['msg']}"
-            ) from None
+            raise ReplayError(f"{self.path}:{line.number}: DECISION {describe(exc)}") from None
         if mine is None:
             self._mismatch(
                 f"{context}: missing: recorded {_describe(theirs)} (line {line.number}), not made"
@@ -531,10 +524,8 @@ def replay(
         try:
             snapshot = CoreSnapshot.model_validate(snapshot_line.data.get("data"))
         except ValidationError as exc:
-            error = exc.errors()[0]
-            where = ".".join(str(p) for p in error["loc"])
             raise ReplayError(
-                f"{path}:{snapshot_line.number}: SNAPSHOT data.{where}: {error['msg']}"
+                f"{path}:{snapshot_line.number}: SNAPSHOT data.{describe(exc)}"
             ) from None
         result = ReplayResult(snapshot_line.number, snapshot_line.ts, RunStats())
         if options.alt_events is None:
