@@ -162,6 +162,7 @@ class SchedCore:
         self.view = _View(self)
         self.last_ts = 0
         self.events = 0
+        self.cache_hits = 0  # jobs pended by the unsatisfiable-request cache (a metric)
         self._session: SessionState | None = None
         self._cancellable = False
         # Pending reasons depend only on the hosts' shape: one shared object per code.
@@ -514,6 +515,7 @@ class SchedCore:
         picker = self.picker
         picker.begin_session()
         jobs, tried, check_cancel = state.jobs, session.tried, self._check_cancel
+        unsatisfiable = session.unsatisfiable
 
         try:
             while True:
@@ -525,8 +527,17 @@ class SchedCore:
                 if job is None or job.state is not JobState.PEND or job.jobid in tried:
                     raise self._picker_bug(info, job)
                 tried[job.jobid] = None
-                if job.request is EMPTY:
-                    outcome: JobAlloc | Placement | Unsatisfied = allocate_primary(
+                # Req 7: a request this session already proved unsatisfiable pends at
+                # once. Within a session resources only shrink, so a hit never pends a
+                # job that could have been dispatched.
+                fingerprint = (id(job.request), job.tasks, job.user, job.queue, job.project)
+                cached = unsatisfiable.get(fingerprint)
+                if cached is not None:
+                    session.cache_hits += 1
+                    self.cache_hits += 1
+                    outcome: JobAlloc | Placement | Unsatisfied = cached
+                elif job.request is EMPTY:
+                    outcome = allocate_primary(
                         job, state.host_order, state.free_index, state.capacity, check_cancel
                     )
                     if outcome.__class__ is Placement:
@@ -540,6 +551,9 @@ class SchedCore:
                         check_cancel,
                         partial(self._records, job.jobid, session=session),
                     )
+                if outcome.__class__ is Unsatisfied:
+                    # No preemption yet (issue 5): every failure is cached as final.
+                    unsatisfiable[fingerprint] = outcome
                 # From here the job's decision is made whole: no cancellation point.
                 self._cancellable = False
                 if outcome.__class__ is JobAlloc:

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from xce_core.alloc.primary import Unsatisfied
 from xce_core.errors import SessionCancelled
 
 
@@ -46,12 +47,21 @@ class SessionState:
         from_s: allocation ``from``: ``start_ts // 10**9`` (alloc-equality Req 4).
         token: the session's cancel token.
         tried: jobs ``next_job`` returned this session (a picker may not repeat one).
+        unsatisfiable: the session's unsatisfiable-request cache (Req 7): the outcome
+            of every request that failed this session, by fingerprint ``(request
+            identity, tasks, user, queue, project)``; the request object covers select,
+            rusage, span and the shape of compound and alternative requests.
+        cache_hits: how many jobs the cache pended this session.
     """
 
     number: int
     start_ts: int
     token: CancelToken = field(default_factory=CancelToken)
     tried: dict[int, None] = field(default_factory=dict)
+    unsatisfiable: dict[tuple[int, int, str, str, str | None], Unsatisfied] = field(
+        default_factory=dict
+    )
+    cache_hits: int = 0
 
     @property
     def from_s(self) -> int:
