@@ -58,7 +58,7 @@ from xce_core.alloc.primary import Placement, Unsatisfied, allocate_primary
 from xce_core.clock import Clock
 from xce_core.errors import ConfigError, EventError, PluginError, SessionCancelled
 from xce_core.in_tree import in_tree_registry
-from xce_core.pending import reason_for
+from xce_core.pending import make_pending_reason, occupancy_reasons, reason_for
 from xce_core.plugins import (
     HostInfo,
     JobInfo,
@@ -216,6 +216,17 @@ class SchedCore:
         self.last_ts = event.ts
         self.clock.observe(event.ts)
         self.events += 1
+
+    def explain(self, jobid: int) -> PendingReason | None:
+        """Why a pending job pends now, with the per-host detail PEND decisions leave
+        out (occupancy: ``HOST_NOT_ENOUGH_SLOTS`` for every ok host without a free
+        slot). None when the job is not pending or no round has considered it yet."""
+        job = self.state.jobs.get(jobid)
+        if job is None or job.state is not JobState.PEND or job.pend_reason is None:
+            return None
+        last = job.pend_reason
+        hosts = occupancy_reasons(self.state.host_order, 1)
+        return make_pending_reason(last.main, hosts, last.resources, last.detail)
 
     def cancel_session(self) -> None:
         """Cancel the running session at its next cancellation point (no-op between

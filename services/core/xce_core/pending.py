@@ -10,6 +10,7 @@ from collections.abc import Iterable, Sequence
 from functools import lru_cache
 
 from xce_schemas import (
+    PENDING_TEXT,
     HostReason,
     HostStatus,
     PendingCode,
@@ -109,3 +110,22 @@ def reason_for(
     if main in _CLUSTER_WIDE:
         return make_pending_reason(main, (), entries, detail)
     return make_pending_reason(main, host_reasons(hosts), entries, detail)
+
+
+def render(reason: PendingReason) -> str:
+    """A pending reason in plain words, with host counts, as LSF's ``bjobs -p`` prints
+    it: ``Not enough job slots in the cluster; Not enough job slots: 12 hosts;
+    Closed by the administrator: 1 host``. Host-based entries are counted per code in
+    the order the codes first appear; resource-based entries name their resource.
+    """
+    main = PENDING_TEXT[reason.main]
+    parts = [f"{main} ({reason.detail})" if reason.detail else main]
+    counts: dict[PendingCode, int] = {}
+    for entry in reason.hosts:
+        counts[entry.code] = counts.get(entry.code, 0) + 1
+    for code, count in counts.items():
+        parts.append(f"{PENDING_TEXT[code]}: {count} host{'' if count == 1 else 's'}")
+    for item in reason.resources:
+        where = f" on {item.host}" if item.host else ""
+        parts.append(f"{PENDING_TEXT[item.code]}: {item.resource}{where}")
+    return "; ".join(parts)

@@ -46,6 +46,7 @@ from xce_driver.replay import (
     ReplayError,
     ReplayOptions,
     as_dict,
+    explain_job,
     format_ts,
     interactive_pause,
     moved_jobs,
@@ -258,6 +259,18 @@ def build_parser() -> argparse.ArgumentParser:
         help="replay despite a format-version or configuration-hash mismatch",
     )
     rep.add_argument("--report", metavar="OUT.json", help="write the replay summary as JSON")
+    why = commands.add_parser(
+        "explain",
+        help="say why a job was pending (or where it ran) at a time of a recording",
+        description="Say why a job was pending, or where it ran, at a time of a recording.",
+    )
+    why.add_argument("jobid", type=_whole(0, 2**64 - 1), metavar="JOBID", help="the job")
+    why.add_argument(
+        "--recording", required=True, metavar="FILE", help="recording (.jsonl or .jsonl.gz)"
+    )
+    why.add_argument(
+        "--at", type=_timestamp_ns, metavar="TS", help="logical time, ns (default: the end)"
+    )
     return parser
 
 
@@ -559,6 +572,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     try:
+        if args.command == "explain":
+            print(explain_job(args.recording, args.jobid, args.at, registry=load_registry()))
+            return 0
         return simulate(args) if args.command == "simulate" else replay_command(args)
     except ValidationError as exc:  # a value the wire contract refuses
         got = exc.errors()[0]["input"]

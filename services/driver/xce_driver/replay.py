@@ -38,6 +38,7 @@ from typing import Any
 from pydantic import ValidationError
 from xce_core.core import SchedCore
 from xce_core.errors import EventError
+from xce_core.pending import render
 from xce_core.plugins import PluginRegistry
 from xce_core.snapshot import SnapshotError, load_snapshot, save_snapshot
 from xce_schemas import (
@@ -611,3 +612,55 @@ def as_dict(result: ReplayResult) -> dict[str, Any]:
         out["base_mean_wait_s"] = round(result.base.mean_wait_s(), 3)
         out["jobs_moved"] = len(moved_jobs(result.base, stats))
     return out
+
+
+def explain_job(
+    path: str | Path,
+    jobid: int,
+    at_ts: int | None = None,
+    *,
+    registry: PluginRegistry | None = None,
+) -> str:
+    """Why job ``jobid`` was where it was at logical time ``at_ts`` (ns) of a recording
+    (default: the end), in plain words: pending with its reason and host counts,
+    running or suspended on its hosts, or not in the cluster.
+
+    The state is rebuilt by replaying the recording from the latest snapshot at or
+    before ``at_ts`` through every event up to it.
+
+    Raises:
+        ReplayError: as ``replay`` does for a bad file or start point.
+    """
+    path = Path(path)
+    try:
+        _, snapshot_line, _ = _find_snapshot(path, at_ts, force=True)
+        snapshot = CoreSnapshot.model_validate(snapshot_line.data.get("data"))
+        run = _Run(snapshot, path, registry, verify=False, tolerate_rejects=True)
+        for line in _events_after(path, snapshot_line.number):
+            if line.type in ("DECISION", "SNAPSHOT"):
+                continue
+            if at_ts is not None and line.ts > at_ts:
+                break
+            run.push(line)
+        run.settle()
+    except RecordingError as exc:
+        raise ReplayError(str(exc)) from None
+    except SnapshotError as exc:
+        raise ReplayError(f"{path}: {exc}") from None
+    except ValidationError as exc:
+        raise ReplayError(f"{path}: SNAPSHOT data.{describe(exc)}") from None
+    core = run.core
+    when = format_ts(core.last_ts)
+    job = core.state.jobs.get(jobid)
+    if job is None:
+        return (
+            f"job {jobid} at {when}: not in the cluster (finished, rejected or not yet submitted)"
+        )
+    if job.state is not JobState.PEND:
+        hosts = " ".join(h.host for h in job.alloc.hosts) if job.alloc else ""
+        state = "running" if job.state is JobState.RUN else "suspended"
+        return f"job {jobid} at {when}: {state} on {hosts}"
+    reason = core.explain(jobid)
+    if reason is None:
+        return f"job {jobid} at {when}: pending, not yet considered by a scheduling round"
+    return f"job {jobid} at {when}: pending: {render(reason)}"

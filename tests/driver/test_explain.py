@@ -1,0 +1,85 @@
+"""xce-sched explain: why a job pends at a time of a recording, in plain words."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import orjson
+import pytest
+from xce_core.pending import make_pending_reason, render
+from xce_driver.cli import main
+from xce_driver.recording import RecordingWriter
+from xce_driver.replay import explain_job
+from xce_driver.simulate import run_simulation
+from xce_driver.workloads.lublin import generate_lublin
+from xce_driver.workloads.mapping import map_trace
+from xce_schemas import HostReason, PendingCode, ResourceReason
+
+
+def test_render_counts_hosts_per_code_in_plain_words() -> None:
+    reason = make_pending_reason(
+        PendingCode.NOT_ENOUGH_SLOTS,
+        [
+            HostReason(host="h1", code=PendingCode.HOST_NOT_ENOUGH_SLOTS),
+            HostReason(host="h2", code=PendingCode.HOST_CLOSED),
+            HostReason(host="h3", code=PendingCode.HOST_NOT_ENOUGH_SLOTS),
+        ],
+        [ResourceReason(resource="lic", code=PendingCode.RESOURCE_SHORT)],
+    )
+    assert render(reason) == (
+        "Not enough job slots in the cluster; Not enough job slots: 2 hosts; "
+        "Closed by the administrator: 1 host; Not enough of this resource is free: lic"
+    )
+    bad = make_pending_reason(
+        PendingCode.BAD_RESREQ, detail="bad resource requirement at position 3"
+    )
+    assert render(bad) == "Bad resource requirement (bad resource requirement at position 3)"
+
+
+@pytest.fixture
+def recording(tmp_path: Path) -> Path:
+    path = tmp_path / "run.jsonl"
+    with RecordingWriter(path) as writer:
+        run_simulation(
+            map_trace(generate_lublin(n_jobs=300, nodes=16, seed=2)), source="t", recording=writer
+        )
+    return path
+
+
+def first(path: Path, op: str) -> tuple[int, int, dict]:
+    for raw in path.read_bytes().splitlines():
+        line = orjson.loads(raw)
+        if line["type"] == "DECISION" and line["payload"]["op"] == op:
+            return line["payload"]["jobid"], line["ts"], line["payload"]
+    raise AssertionError(f"no {op} in the recording")
+
+
+def test_a_pending_job_is_explained_with_host_counts(recording: Path) -> None:
+    jobid, ts, payload = first(recording, "PEND")
+    text = explain_job(recording, jobid, ts)
+    assert text.startswith(f"job {jobid} at ts={ts} ")
+    assert ": pending: Not enough job slots in the cluster; Not enough job slots: " in text
+    assert payload["reason"]["main"] == "NOT_ENOUGH_SLOTS"
+
+
+def test_a_running_job_and_a_job_not_yet_submitted(recording: Path) -> None:
+    jobid, ts, payload = first(recording, "DISPATCH")
+    hosts = " ".join(h["host"] for h in payload["alloc"]["hosts"])
+    assert explain_job(recording, jobid, ts).endswith(f": running on {hosts}")
+    if ts > 0:
+        assert "not in the cluster" in explain_job(recording, jobid, ts - 1)
+
+
+def test_cli_explain(recording: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    jobid, ts, _ = first(recording, "PEND")
+    assert main(["explain", str(jobid), "--recording", str(recording), "--at", str(ts)]) == 0
+    assert "pending: Not enough job slots" in capsys.readouterr().out
+    assert main(["explain", "7", "--recording", str(recording.parent / "nosuch.jsonl")]) == 2
+    err = capsys.readouterr().err
+    assert err.count("nosuch.jsonl") == 1 and err.startswith("xce-sched: error: ")
+    with pytest.raises(SystemExit) as exit_status:
+        main(["explain", "x", "--recording", str(recording)])
+    assert exit_status.value.code == 2
+    assert (
+        capsys.readouterr().err == "xce-sched: error: argument JOBID: 'x' is not a whole number\n"
+    )
