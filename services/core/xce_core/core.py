@@ -70,7 +70,7 @@ from xce_core.plugins import (
 from xce_core.resreq.model import EMPTY
 from xce_core.resreq.parser import parse_resreq
 from xce_core.session import SessionState
-from xce_core.state import BUILTIN_RESOURCES, EPSILON, ClusterState, Job, Queue
+from xce_core.state import BUILTIN_RESOURCES, EPSILON, ClusterState, Job, Queue, entries
 
 log = logging.getLogger("xce_core")
 
@@ -510,11 +510,6 @@ class SchedCore:
 
     # --- the session (Req 1 AC 4) ------------------------------------------------------
 
-    def _check_cancel(self) -> None:
-        session = self._session
-        if session is not None and self._cancellable:
-            session.token.check()
-
     def _on_begin_round(self, event: BeginRound) -> None:
         self.clock.observe(event.ts)
         state = self.state
@@ -525,7 +520,7 @@ class SchedCore:
         emit(NewSession(ts=event.ts, session=session.number))
         picker = self.picker
         picker.begin_session()
-        jobs, tried, check_cancel = state.jobs, session.tried, self._check_cancel
+        jobs, tried, check_cancel = state.jobs, session.tried, self.view.check_cancel
         unsatisfiable = session.unsatisfiable
 
         try:
@@ -623,13 +618,8 @@ class SchedCore:
         job.released = frozenset()
         job.state = JobState.RUN
         job.pend_reason = None
-        ends = [
-            item.from_ + item.duration
-            for host in alloc.hosts
-            for item in host.allocs
-            if item.duration >= 0
-        ] + [item.from_ + item.duration for item in alloc.shared if item.duration >= 0]
-        for end in sorted(set(ends)):
+        ends = {item.from_ + item.duration for _, _, item in entries(alloc) if item.duration >= 0}
+        for end in sorted(ends):
             self.state.expiries.add((end, job.jobid))
         return alloc
 
@@ -642,20 +632,14 @@ class SchedCore:
             if job is None or job.alloc is None:
                 continue
             due = {
-                (h, a)
-                for h, host in enumerate(job.alloc.hosts)
-                for a, item in enumerate(host.allocs)
+                key
+                for key, _, item in entries(job.alloc)
                 if item.duration >= 0 and item.from_ + item.duration <= now_s
-            } | {
-                (-1, a)
-                for a, item in enumerate(job.alloc.shared)
-                if item.duration >= 0 and item.from_ + item.duration <= now_s
-            }
-            due -= job.released
+            } - job.released
             if not due:
                 continue
             if job.state is JobState.RUN:  # a suspended job holds nothing to give back
-                everything = _all_keys(job.alloc)
+                everything = {key for key, _, _ in entries(job.alloc)}
                 self.state.release(job.alloc, skip=frozenset(everything - due))
             job.released = job.released | due
 
@@ -672,9 +656,3 @@ class SchedCore:
                 outcome.code, self.state.host_order, outcome.resources, outcome.detail
             )
         return reason
-
-
-def _all_keys(alloc: JobAlloc) -> set[tuple[int, int]]:
-    """Every ``(host index, alloc index)`` of an allocation (shared: host index -1)."""
-    keys = {(h, a) for h, host in enumerate(alloc.hosts) for a in range(len(host.allocs))}
-    return keys | {(-1, a) for a in range(len(alloc.shared))}

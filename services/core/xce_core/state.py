@@ -6,11 +6,13 @@ protocols of ``xce_core.plugins`` (``JobInfo``, ``QueueInfo``, ``HostInfo``).
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 from sortedcontainers import SortedList
 from xce_schemas import (
     SLOTS,
+    Alloc,
     HostStatus,
     JobAlloc,
     JobState,
@@ -31,6 +33,17 @@ EPSILON = 1e-9
 
 #: Resource names the core defines itself; a user resource may not take them.
 BUILTIN_RESOURCES = frozenset({"slots", "maxslots", "mem", "maxmem", "type", "model", "hname"})
+
+
+def entries(alloc: JobAlloc) -> Iterator[tuple[tuple[int, int], str | None, Alloc]]:
+    """Every record of an allocation as ``((host index, alloc index), host name, record)``;
+    shared records have host index -1 and host None. The keys are what ``Job.released``
+    and the ``skip`` arguments hold."""
+    for h, host_alloc in enumerate(alloc.hosts):
+        for a, item in enumerate(host_alloc.allocs):
+            yield (h, a), host_alloc.host, item
+    for a, item in enumerate(alloc.shared):
+        yield (-1, a), None, item
 
 
 def _add(amounts: dict[str, float], name: str, delta: float) -> None:
@@ -248,19 +261,20 @@ class ClusterState:
         self._apply(alloc, skip, -1)
 
     def _apply(self, alloc: JobAlloc, skip: frozenset[tuple[int, int]], sign: int) -> None:
-        for h, host_alloc in enumerate(alloc.hosts):
-            host = self.hosts[host_alloc.host]
-            for a, item in enumerate(host_alloc.allocs):
-                if (h, a) in skip:
-                    continue
-                if item.name == SLOTS:
-                    host.used += sign * int(item.value)
-                else:
-                    _add(host.reserved, item.name, sign * item.value)
-            self._reindex(host)
-        for a, item in enumerate(alloc.shared):
-            if (-1, a) not in skip:
+        touched: dict[str, Host] = {}
+        for key, where, item in entries(alloc):
+            if key in skip:
+                continue
+            if where is None:
                 _add(self.shared_in_use, item.name, sign * item.value)
+                continue
+            host = touched[where] = self.hosts[where]
+            if item.name == SLOTS:
+                host.used += sign * int(item.value)
+            else:
+                _add(host.reserved, item.name, sign * item.value)
+        for host in touched.values():
+            self._reindex(host)
 
     def needs(
         self, alloc: JobAlloc, skip: frozenset[tuple[int, int]] = frozenset()
@@ -268,14 +282,9 @@ class ClusterState:
         """What holding ``alloc`` (less ``skip``) would take, summed per host and
         resource: ``(host or None for a shared pool, resource, amount, free now)``."""
         wanted: dict[tuple[str | None, str], float] = {}
-        for h, host_alloc in enumerate(alloc.hosts):
-            for a, item in enumerate(host_alloc.allocs):
-                if (h, a) not in skip:
-                    key = (host_alloc.host, item.name)
-                    wanted[key] = wanted.get(key, 0.0) + item.value
-        for a, item in enumerate(alloc.shared):
-            if (-1, a) not in skip:
-                wanted[(None, item.name)] = wanted.get((None, item.name), 0.0) + item.value
+        for key, where, item in entries(alloc):
+            if key not in skip:
+                wanted[(where, item.name)] = wanted.get((where, item.name), 0.0) + item.value
         out = []
         for (where, name), amount in wanted.items():
             if where is None:
@@ -290,11 +299,6 @@ class ClusterState:
     def take_slots(self, host: Host, slots: int) -> None:
         """A job takes ``slots`` on ``host`` (caller checked they are free)."""
         host.used += slots
-        self._reindex(host)
-
-    def give_slots(self, host: Host, slots: int) -> None:
-        """A job gives ``slots`` back on ``host``."""
-        host.used -= slots
         self._reindex(host)
 
     def _reindex(self, host: Host) -> None:
