@@ -40,7 +40,6 @@ from xce_schemas import (
     Pend,
     PendingCode,
     PendingReason,
-    QueueSpec,
     QueueUpdate,
     ResourcesPush,
     ResVal,
@@ -268,7 +267,7 @@ class SchedCore:
                     f"queue {job.queue!r} is dropped but job {job.jobid} is in it",
                 )
         old_queues, old_config = self.state.queues, self.state.config
-        self.state.queues = {spec.name: self._queue_from(spec) for spec in config.queues}
+        self.state.queues = {spec.name: Queue.from_spec(spec) for spec in config.queues}
         self.state.config = config
         try:
             self.rebuild_picker()
@@ -295,17 +294,13 @@ class SchedCore:
         self.picker.fini()
         self.picker = picker
 
-    @staticmethod
-    def _queue_from(spec: QueueSpec) -> Queue:
-        return Queue(spec.name, spec.priority, spec.job_pick_plugin, spec.project_name)
-
     def _on_queue_update(self, event: QueueUpdate) -> None:
         spec = event.payload.queue
         if spec.job_pick_plugin is not None:
             self.registry.pickers.get(spec.job_pick_plugin)  # ConfigError, nothing changed
         queue = self.state.queues.get(spec.name)
         if queue is None:
-            queue = self.state.queues[spec.name] = self._queue_from(spec)
+            queue = self.state.queues[spec.name] = Queue.from_spec(spec)
         else:
             queue.priority = spec.priority
             queue.job_pick_plugin = spec.job_pick_plugin

@@ -17,7 +17,6 @@ from typing import Any
 from pydantic import ValidationError
 from xce_schemas import Decision, PendingReason
 from xce_schemas.errors import describe
-from xce_schemas.events import QueueSpec
 from xce_schemas.snapshot import (
     SNAPSHOT_VERSION,
     ClockState,
@@ -84,15 +83,7 @@ def save_snapshot(core: SchedCore) -> CoreSnapshot:
         ts=core.last_ts,
         objects=ObjectTable(resreqs=tuple(resreq_ids), pend_reasons=tuple(reason_ids)),
         config=state.config,
-        queues=tuple(
-            QueueSpec(
-                name=q.name,
-                priority=q.priority,
-                job_pick_plugin=q.job_pick_plugin,
-                project_name=q.project_name,
-            )
-            for q in state.queues.values()
-        ),
+        queues=tuple(q.spec() for q in state.queues.values()),
         hosts=tuple(
             HostState(
                 name=h.name,
@@ -196,10 +187,7 @@ def load_snapshot(
     )
     state = core.state
     state.config = snapshot.config
-    state.queues = {
-        q.name: Queue(q.name, q.priority, q.job_pick_plugin, q.project_name)
-        for q in snapshot.queues
-    }
+    state.queues = {q.name: Queue.from_spec(q) for q in snapshot.queues}
     for h in snapshot.hosts:
         host = state.add_host(h.name, h.slots, h.status, h.type, h.model, h.max_mem_mb)
         host.reserved = dict(h.reserved)

@@ -17,6 +17,7 @@ from xce_schemas import (
     JobAlloc,
     JobState,
     PendingReason,
+    QueueSpec,
     ResourceDef,
     SchedulerConfig,
 )
@@ -63,6 +64,20 @@ class Queue:
     priority: int
     job_pick_plugin: str | None = None
     project_name: str | None = None
+
+    @classmethod
+    def from_spec(cls, spec: QueueSpec) -> Queue:
+        """The queue a wire definition describes."""
+        return cls(spec.name, spec.priority, spec.job_pick_plugin, spec.project_name)
+
+    def spec(self) -> QueueSpec:
+        """The wire definition of this queue (what a snapshot writes)."""
+        return QueueSpec(
+            name=self.name,
+            priority=self.priority,
+            job_pick_plugin=self.job_pick_plugin,
+            project_name=self.project_name,
+        )
 
 
 @dataclass(slots=True)
