@@ -42,6 +42,7 @@ from xce_schemas.events import (
     JobStateChange,
     JobUpdate,
     QueueSpec,
+    QueueStatus,
     QueueUpdate,
     ResourceDef,
     ResourcesPush,
@@ -62,6 +63,7 @@ from xce_schemas.recording import (
     config_hash,
     parse_recording_line,
 )
+from xce_schemas.windows import in_window, parse_window
 
 __all__ = [
     "DECISION_OPS",
@@ -97,6 +99,7 @@ __all__ = [
     "PendingReason",
     "Preempt",
     "QueueSpec",
+    "QueueStatus",
     "QueueUpdate",
     "RecordingLine",
     "ResVal",
@@ -114,11 +117,13 @@ __all__ = [
     "config_hash",
     "host_alloc_diff",
     "host_alloc_eq",
+    "in_window",
     "job_alloc_diff",
     "job_alloc_eq",
     "parse_decision",
     "parse_event",
     "parse_recording_line",
+    "parse_window",
     "pending_reason_diff",
     "pending_reason_eq",
 ]

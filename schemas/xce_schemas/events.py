@@ -11,9 +11,10 @@ from __future__ import annotations
 from enum import StrEnum
 from typing import Annotated, Any, Literal
 
-from pydantic import Field, Strict, TypeAdapter
+from pydantic import Field, Strict, TypeAdapter, field_validator
 
 from xce_schemas.base import WireModel
+from xce_schemas.windows import parse_window
 
 #: A name of a queue, host, user, project or resource: no spaces, not empty.
 Name = Annotated[str, Field(min_length=1, max_length=255, pattern=r"^[A-Za-z0-9_.:@+\-]+$")]
@@ -54,20 +55,77 @@ class HostStatus(StrEnum):
     UNAVAIL = "unavail"
 
 
+class QueueStatus(StrEnum):
+    """Whether a queue accepts new jobs (LSF ``badmin qopen`` / ``qclose``).
+
+    A closed queue refuses submissions and jobs moved into it; the jobs already in
+    it are still dispatched (that is what ``active`` controls).
+    """
+
+    OPEN = "open"
+    CLOSED = "closed"
+
+
+#: A run window, LSF ``RUN_WINDOW`` syntax: ``[day:]hh[:mm]-[day:]hh[:mm]`` (day 0-6,
+#: 0 = Sunday; both ends with a day or neither). Checked in full by ``parse_window``.
+RunWindow = Annotated[str, Field(min_length=3, max_length=32)]
+
+
 class QueueSpec(WireModel):
-    """A queue definition (``xce_sched_queue_t``; Req 5 AC 2-3).
+    """A queue definition (``xce_sched_queue_t``; Req 5 AC 2-3, Req 6 AC 7).
 
     Attributes:
         name: queue name.
         priority: inter-queue order, higher first (LSF ``PRIORITY``).
         job_pick_plugin: per-queue picker override; None inherits the scheduler's.
         project_name: the project owning the queue, for project-aware pickers.
+        preemptible_queues: queues whose running jobs this queue's jobs may preempt
+            (LSF ``PREEMPTION=PREEMPTIVE[...]``); empty: this queue never preempts.
+        preemptible: whether other queues' jobs may preempt this queue's jobs
+            (LSF ``PREEMPTABLE``); False by default, so nothing is preempted unless
+            the operator says so.
+        preempt_policy: the victim-selection plugin's name; None:
+            ``lowest_priority_first``.
+        status: open (takes new jobs) or closed.
+        active: False holds every pending job of the queue (LSF ``qinact``).
+        run_windows: times of the week the queue dispatches, in virtual time (UTC),
+            LSF ``RUN_WINDOW`` syntax; empty: always.
+        max_running: slots the queue's running jobs may hold in all (LSF
+            ``QJOB_LIMIT``); None: no limit.
+        user_slot_limit: slots one user's running jobs may hold in the queue (LSF
+            ``UJOB_LIMIT``); None: no limit.
+        run_limit_s: wall-clock seconds a job may run before it is killed (LSF
+            ``RUNLIMIT``; time suspended does not count); None: no limit.
     """
 
     name: Name
     priority: Priority = 0
     job_pick_plugin: Name | None = None
     project_name: Name | None = None
+    preemptible_queues: tuple[Name, ...] = ()
+    preemptible: bool = False
+    preempt_policy: Name | None = None
+    status: QueueStatus = QueueStatus.OPEN
+    active: bool = True
+    run_windows: tuple[RunWindow, ...] = ()
+    max_running: Count | None = None
+    user_slot_limit: Count | None = None
+    run_limit_s: Annotated[int, Strict(), Field(ge=1, lt=2**63)] | None = None
+
+    @field_validator("run_windows")
+    @classmethod
+    def _windows_parse(cls, windows: tuple[str, ...]) -> tuple[str, ...]:
+        for window in windows:
+            parse_window(window)  # ValueError names the window and what is wrong
+        return windows
+
+    @field_validator("preemptible_queues")
+    @classmethod
+    def _no_repeats(cls, names: tuple[str, ...]) -> tuple[str, ...]:
+        for index, name in enumerate(names):
+            if name in names[:index]:
+                raise ValueError(f"queue {name!r} is listed twice")
+        return names
 
 
 class SchedulerConfig(WireModel):
@@ -76,10 +134,13 @@ class SchedulerConfig(WireModel):
     Attributes:
         job_pick_plugin: the global picker's registered name (Req 5 AC 1, 4).
         queues: queue definitions; replaces the whole queue table.
+        preempt_timeout_rounds: rounds a preemption may wait for its victims to
+            suspend before it is given up and reported (Req 6, no thrash).
     """
 
     job_pick_plugin: Name = "builtin_fcfs"
     queues: tuple[QueueSpec, ...] = ()
+    preempt_timeout_rounds: Annotated[int, Strict(), Field(ge=1, le=1_000_000)] = 5
 
 
 class JobSpec(WireModel):

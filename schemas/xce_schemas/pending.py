@@ -30,6 +30,12 @@ class PendingCode(StrEnum):
     NO_HOST_SELECTED = "NO_HOST_SELECTED"
     NOT_ENOUGH_RESOURCE = "NOT_ENOUGH_RESOURCE"
     RESOURCE_SHORT = "RESOURCE_SHORT"
+    PREEMPT_WAIT = "PREEMPT_WAIT"
+    PREEMPT_GIVEN_UP = "PREEMPT_GIVEN_UP"
+    QUEUE_INACTIVE = "QUEUE_INACTIVE"
+    QUEUE_WINDOW = "QUEUE_WINDOW"
+    QUEUE_SLOT_LIMIT = "QUEUE_SLOT_LIMIT"
+    QUEUE_USER_SLOT_LIMIT = "QUEUE_USER_SLOT_LIMIT"
     HOST_NOT_ENOUGH_SLOTS = "HOST_NOT_ENOUGH_SLOTS"
     HOST_CLOSED = "HOST_CLOSED"
     HOST_UNAVAIL = "HOST_UNAVAIL"
@@ -48,6 +54,14 @@ PENDING_TEXT: dict[PendingCode, str] = {
     PendingCode.NO_HOST_SELECTED: "No host satisfies the job's resource requirements",
     PendingCode.NOT_ENOUGH_RESOURCE: "Job's requirements for resource reservation not satisfied",
     PendingCode.RESOURCE_SHORT: "Not enough of this resource is free",
+    PendingCode.PREEMPT_WAIT: "Waiting for preempted jobs to release their resources",
+    PendingCode.PREEMPT_GIVEN_UP: (
+        "Preemption given up: the preempted jobs did not suspend in time"
+    ),
+    PendingCode.QUEUE_INACTIVE: "The queue is inactivated by the administrator",
+    PendingCode.QUEUE_WINDOW: "The queue is inactivated by its run windows",
+    PendingCode.QUEUE_SLOT_LIMIT: "The queue's job slot limit is reached",
+    PendingCode.QUEUE_USER_SLOT_LIMIT: "The user has reached the queue's per-user job slot limit",
     PendingCode.HOST_NOT_ENOUGH_SLOTS: "Not enough job slots",
     PendingCode.HOST_CLOSED: "Closed by the administrator",
     PendingCode.HOST_UNAVAIL: "Host is unavailable",

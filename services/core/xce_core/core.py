@@ -135,6 +135,8 @@ class SchedCore:
             The composition root merges entry-point plugins in before passing it.
         clock: the virtual clock; default a discrete clock (speed 0) that jumps to
             each event's ts.
+        unsatisfiable_cache: keep the session's unsatisfiable-request cache (Req 7);
+            False only to measure what it saves (decisions are the same either way).
 
     Raises:
         ConfigError: the registry lacks the default picker ``builtin_fcfs``.
@@ -151,6 +153,7 @@ class SchedCore:
         *,
         registry: PluginRegistry | None = None,
         clock: Clock | None = None,
+        unsatisfiable_cache: bool = True,
     ) -> None:
         self.on_decision = on_decision
         self.prng_seed = prng_seed
@@ -162,6 +165,7 @@ class SchedCore:
         self.last_ts = 0
         self.events = 0
         self.cache_hits = 0  # jobs pended by the unsatisfiable-request cache (a metric)
+        self.unsatisfiable_cache = unsatisfiable_cache
         self._session: SessionState | None = None
         self._cancellable = False
         # Pending reasons depend only on the hosts' shape: one shared object per code.
@@ -302,9 +306,7 @@ class SchedCore:
         if queue is None:
             queue = self.state.queues[spec.name] = Queue.from_spec(spec)
         else:
-            queue.priority = spec.priority
-            queue.job_pick_plugin = spec.job_pick_plugin
-            queue.project_name = spec.project_name
+            queue.update(spec)
         self.picker.on_queue_update(queue)
 
     # --- hosts and resources --------------------------------------------------------
@@ -552,7 +554,7 @@ class SchedCore:
                         check_cancel,
                         partial(self._records, job.jobid, session=session),
                     )
-                if outcome.__class__ is Unsatisfied:
+                if outcome.__class__ is Unsatisfied and self.unsatisfiable_cache:
                     # No preemption yet (issue 5): every failure is cached as final.
                     unsatisfiable[fingerprint] = outcome
                 # From here the job's decision is made whole: no cancellation point.

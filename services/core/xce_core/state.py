@@ -18,8 +18,10 @@ from xce_schemas import (
     JobState,
     PendingReason,
     QueueSpec,
+    QueueStatus,
     ResourceDef,
     SchedulerConfig,
+    parse_window,
 )
 
 from xce_core.alloc.free_index import FreeSlotIndex
@@ -58,26 +60,40 @@ def _add(amounts: dict[str, float], name: str, delta: float) -> None:
 
 @dataclass(slots=True)
 class Queue:
-    """A queue (``xce_sched_queue_t``): priority, picker override, owning project."""
+    """A queue (``xce_sched_queue_t``): every field of its ``QueueSpec`` (which see),
+    plus its run windows parsed (``windows``, a cache of ``run_windows``)."""
 
     name: str
     priority: int
     job_pick_plugin: str | None = None
     project_name: str | None = None
+    preemptible_queues: tuple[str, ...] = ()
+    preemptible: bool = False
+    preempt_policy: str | None = None
+    status: QueueStatus = QueueStatus.OPEN
+    active: bool = True
+    run_windows: tuple[str, ...] = ()
+    max_running: int | None = None
+    user_slot_limit: int | None = None
+    run_limit_s: int | None = None
+    windows: tuple[tuple[int, int, int], ...] = field(default=(), metadata=CACHE)
 
     @classmethod
     def from_spec(cls, spec: QueueSpec) -> Queue:
         """The queue a wire definition describes."""
-        return cls(spec.name, spec.priority, spec.job_pick_plugin, spec.project_name)
+        queue = cls(spec.name, spec.priority)
+        queue.update(spec)
+        return queue
+
+    def update(self, spec: QueueSpec) -> None:
+        """Take every field of ``spec`` (a redefinition of this queue)."""
+        for name in QueueSpec.model_fields:
+            setattr(self, name, getattr(spec, name))
+        self.windows = tuple(parse_window(window) for window in spec.run_windows)
 
     def spec(self) -> QueueSpec:
         """The wire definition of this queue (what a snapshot writes)."""
-        return QueueSpec(
-            name=self.name,
-            priority=self.priority,
-            job_pick_plugin=self.job_pick_plugin,
-            project_name=self.project_name,
-        )
+        return QueueSpec(**{name: getattr(self, name) for name in QueueSpec.model_fields})
 
 
 @dataclass(slots=True)
