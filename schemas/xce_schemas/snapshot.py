@@ -55,6 +55,8 @@ class JobStateDoc(WireModel):
     """A job the core holds (pending, running or suspended).
 
     ``resreq`` and ``pend_reason`` are indexes into the object table; times are ns.
+    ``preempted``: suspended by a preemption (the core resumes it);
+    ``ignored_preemption``: it did not suspend when asked and is not chosen again.
     """
 
     jobid: JobId
@@ -71,6 +73,18 @@ class JobStateDoc(WireModel):
     rusage: dict[str, float] = Field(default_factory=dict)
     pend_reason: int | None = Field(default=None, ge=0)
     released: tuple[tuple[int, int], ...] = ()
+    start_ts: TimestampNs = 0
+    suspend_ts: TimestampNs = 0
+    preempted: bool = False
+    ignored_preemption: bool = False
+
+
+class PreemptionDoc(WireModel):
+    """A preemption in flight: ``preemptor`` waits for ``victims`` since ``session``."""
+
+    preemptor: JobId
+    victims: tuple[JobId, ...] = Field(min_length=1)
+    session: int = Field(ge=1)
 
 
 class Counters(WireModel):
@@ -118,6 +132,7 @@ class CoreSnapshot(WireModel):
         resources, resvals: resource definitions and values.
         shared_in_use: amounts of shared resources running jobs hold.
         expiries: (second, jobid) at which a job's timed reservations end.
+        preemptions: preemptions in flight, in the order they were made.
         counters, clock, prng, picker: see their models.
 
     Users and projects are attributes of jobs and queues here (no separate tables);
@@ -137,6 +152,7 @@ class CoreSnapshot(WireModel):
     resvals: tuple[ResVal, ...]
     shared_in_use: dict[str, float] = Field(default_factory=dict)
     expiries: tuple[tuple[int, JobId], ...] = ()
+    preemptions: tuple[PreemptionDoc, ...] = ()
     counters: Counters
     clock: ClockState
     prng: PrngState

@@ -14,22 +14,19 @@ from __future__ import annotations
 
 import logging
 import random
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
+from dataclasses import dataclass
 from functools import partial
 from typing import Any, cast, get_args
 
 from pydantic import ValidationError
 from xce_schemas import (
     EVENT_TYPES,
-    SLOTS,
-    UNTIL_JOB_END,
-    Alloc,
     BeginRound,
     ConfigPush,
     CoreEvent,
     Decision,
     Dispatch,
-    HostAlloc,
     JobAlloc,
     JobRusage,
     JobsPush,
@@ -40,8 +37,12 @@ from xce_schemas import (
     Pend,
     PendingCode,
     PendingReason,
+    Preempt,
+    QueueSpec,
+    QueueStatus,
     QueueUpdate,
     ResourcesPush,
+    Resume,
     ResVal,
     ResvalsDelta,
     ResvalsFull,
@@ -54,9 +55,10 @@ from xce_schemas.events import ResourceType
 
 from xce_core.alloc.job import allocate_job
 from xce_core.alloc.primary import Placement, Unsatisfied, allocate_primary
+from xce_core.alloc.records import build_records
 from xce_core.clock import Clock
 from xce_core.errors import ConfigError, EventError, PluginError, SessionCancelled
-from xce_core.in_tree import in_tree_registry
+from xce_core.in_tree import DEFAULT_PREEMPT_POLICY, in_tree_registry
 from xce_core.pending import make_pending_reason, occupancy_reasons, reason_for
 from xce_core.plugins import (
     HostInfo,
@@ -64,12 +66,24 @@ from xce_core.plugins import (
     JobPicker,
     PickerConfig,
     PluginRegistry,
+    PreemptPolicy,
     QueueInfo,
 )
+from xce_core.preempt.resume import Waiting, has_room, suspended_by_preemption
+from xce_core.preempt.search import find_victims, safe_candidates
+from xce_core.readiness import limit_hold, queue_hold
 from xce_core.resreq.model import EMPTY
 from xce_core.resreq.parser import parse_resreq
 from xce_core.session import SessionState
-from xce_core.state import BUILTIN_RESOURCES, EPSILON, ClusterState, Job, Queue, entries
+from xce_core.state import (
+    BUILTIN_RESOURCES,
+    EPSILON,
+    ClusterState,
+    Job,
+    Preemption,
+    Queue,
+    entries,
+)
 
 log = logging.getLogger("xce_core")
 
@@ -96,6 +110,33 @@ def _validation_error(data: Mapping[str, Any], exc: ValidationError) -> EventErr
             f"event rejected: type: {event_type!r} is not an event type; expected one of {known}"
         )
     return EventError(f"{event_type} rejected: {describe(exc, skip=1, default='event')}")
+
+
+@dataclass(frozen=True, slots=True)
+class _Plan:
+    """What a failed allocation leads to (see ``SchedCore._preemption``).
+
+    Attributes:
+        cache: the failure is final this session: it fills the unsatisfiable cache.
+        drop: forget the job's preemption record (done, given up or replaced).
+        victims: start a preemption of these jobs (PREEMPT).
+        ignored: give up the preemption: these victims did not suspend.
+    """
+
+    cache: bool
+    drop: bool = False
+    victims: tuple[int, ...] = ()
+    ignored: tuple[int, ...] = ()
+
+
+_FINAL = _Plan(cache=True)
+_WAIT = _Plan(cache=False)
+
+
+def _waiting(victims: Sequence[int]) -> Unsatisfied:
+    """The reason of a job waiting for its victims to suspend."""
+    detail = f"jobs {', '.join(map(str, victims))}"
+    return Unsatisfied(PendingCode.PREEMPT_WAIT, resolvable=False, detail=detail)
 
 
 class _View:
@@ -166,6 +207,9 @@ class SchedCore:
         self.events = 0
         self.cache_hits = 0  # jobs pended by the unsatisfiable-request cache (a metric)
         self.unsatisfiable_cache = unsatisfiable_cache
+        self.preemptions = 0  # PREEMPT decisions made (a metric)
+        self.preemptions_given_up = 0  # preemptions whose victims did not suspend
+        self._policies: dict[str, PreemptPolicy] = {}
         self._session: SessionState | None = None
         self._cancellable = False
         # Pending reasons depend only on the hosts' shape: one shared object per code.
@@ -270,6 +314,8 @@ class SchedCore:
                     "payload.config.queues",
                     f"queue {job.queue!r} is dropped but job {job.jobid} is in it",
                 )
+        for index, spec in enumerate(config.queues):
+            self._check_queue(event.type, f"payload.config.queues[{index}]", spec, names)
         old_queues, old_config = self.state.queues, self.state.config
         self.state.queues = {spec.name: Queue.from_spec(spec) for spec in config.queues}
         self.state.config = config
@@ -298,10 +344,24 @@ class SchedCore:
         self.picker.fini()
         self.picker = picker
 
+    def _check_queue(
+        self, event_type: str, where: str, spec: QueueSpec, queues: Collection[str]
+    ) -> None:
+        """Refuse a queue definition naming an unknown preemption policy (ConfigError)
+        or preempting a queue not among ``queues`` (EventError)."""
+        if spec.preempt_policy is not None:
+            self.registry.preempt_policies.get(spec.preempt_policy)
+        for index, name in enumerate(spec.preemptible_queues):
+            if name not in queues:
+                raise _reject(
+                    event_type, f"{where}.preemptible_queues[{index}]", f"unknown queue {name!r}"
+                )
+
     def _on_queue_update(self, event: QueueUpdate) -> None:
         spec = event.payload.queue
         if spec.job_pick_plugin is not None:
             self.registry.pickers.get(spec.job_pick_plugin)  # ConfigError, nothing changed
+        self._check_queue(event.type, "payload.queue", spec, {*self.state.queues, spec.name})
         queue = self.state.queues.get(spec.name)
         if queue is None:
             queue = self.state.queues[spec.name] = Queue.from_spec(spec)
@@ -415,6 +475,7 @@ class SchedCore:
                 raise _reject(event.type, f"{where}.jobid", f"job {spec.jobid} already exists")
             if spec.queue not in self.state.queues:
                 raise _reject(event.type, f"{where}.queue", f"unknown queue {spec.queue!r}")
+            self._check_open(event.type, f"{where}.queue", spec.queue)
             if spec.submit_ts > event.ts:
                 raise _reject(
                     event.type,
@@ -438,6 +499,11 @@ class SchedCore:
             self.state.jobs[job.jobid] = job
             self.picker.on_job_push(job)
 
+    def _check_open(self, event_type: str, where: str, name: str) -> None:
+        """Refuse a job entering the closed queue ``name`` (LSF: the queue is closed)."""
+        if self.state.queues[name].status is QueueStatus.CLOSED:
+            raise _reject(event_type, where, f"queue {name!r} is closed to new jobs")
+
     def _on_job_state_change(self, event: JobStateChange) -> None:
         job = self._job(event.type, event.payload.jobid)
         old, new = job.state, event.payload.state
@@ -451,17 +517,28 @@ class SchedCore:
             raise _reject(
                 event.type, "payload.state", f"job {job.jobid} is pending: it cannot be suspended"
             )
+        state = self.state
         if new is JobState.RUN:  # resumed (old is SUSP): take its slots again
             self._resume(event.type, job, event.ts)
+            job.preempted = False
         elif old is JobState.RUN:
             self._release(job)  # finished, failed, suspended or requeued: slots back
+        if new is JobState.SUSP:
+            job.suspend_ts = event.ts
+            # Suspended because a preemption asked it to: the core resumes it later.
+            job.preempted = job.ignored_preemption or any(
+                job.jobid in record.victims for record in state.preemptions.values()
+            )
         if new in _FINISHED:
-            del self.state.jobs[job.jobid]
+            del state.jobs[job.jobid]
         elif new is JobState.PEND:
             job.alloc = None
             job.released = frozenset()
             job.queue_ts = event.ts
             job.pend_reason = None
+            job.preempted = job.ignored_preemption = False
+        if old is JobState.PEND:
+            state.preemptions.pop(job.jobid, None)  # a preemptor that left the queue
         job.state = new
         self.picker.on_job_state_change(job, new)
 
@@ -470,6 +547,7 @@ class SchedCore:
         (a suspended job keeps only its place: the hosts it resumes on)."""
         assert job.alloc is not None, f"job {job.jobid} runs without an allocation"
         self.state.release(job.alloc, skip=job.released)
+        self.state.charge(job, -1)
 
     def _resume(self, event_type: str, job: Job, ts: int) -> None:
         assert job.alloc is not None, f"job {job.jobid} is suspended without an allocation"
@@ -486,16 +564,24 @@ class SchedCore:
                     f"it needs {amount:g}",
                 )
         state.hold(job.alloc, skip=job.released)
+        state.charge(job, 1)
 
     def _on_job_update(self, event: JobUpdate) -> None:
         payload = event.payload
         job = self._job(event.type, payload.jobid)
         if payload.queue is not None and payload.queue not in self.state.queues:
             raise _reject(event.type, "payload.queue", f"unknown queue {payload.queue!r}")
+        if payload.queue is not None and payload.queue != job.queue:
+            self._check_open(event.type, "payload.queue", payload.queue)
         if payload.priority is not None:
             job.priority = payload.priority
         if payload.queue is not None:
+            running = job.state is JobState.RUN
+            if running:
+                self.state.charge(job, -1)  # its slots count in the new queue from now
             job.queue = payload.queue
+            if running:
+                self.state.charge(job, 1)
         self.picker.on_job_update(job)
 
     def _on_job_rusage(self, event: JobRusage) -> None:
@@ -515,9 +601,10 @@ class SchedCore:
         session = self._session = SessionState(state.sessions, event.ts)
         emit = self.on_decision
         emit(NewSession(ts=event.ts, session=session.number))
+        self._resume_preempted(session)
         picker = self.picker
         picker.begin_session()
-        jobs, tried, check_cancel = state.jobs, session.tried, self.view.check_cancel
+        jobs, queues, tried = state.jobs, state.queues, session.tried
         unsatisfiable = session.unsatisfiable
 
         try:
@@ -530,53 +617,178 @@ class SchedCore:
                 if job is None or job.state is not JobState.PEND or job.jobid in tried:
                     raise self._picker_bug(info, job)
                 tried[job.jobid] = None
-                # Req 7: a request this session already proved unsatisfiable pends at
-                # once. Within a session resources only shrink, so a hit never pends a
-                # job that could have been dispatched.
-                fingerprint = (id(job.request), job.tasks, job.user, job.queue, job.project)
-                cached = unsatisfiable.get(fingerprint)
-                if cached is not None:
-                    session.cache_hits += 1
-                    self.cache_hits += 1
-                    outcome: JobAlloc | Placement | Unsatisfied = cached
-                elif job.request is EMPTY:
-                    outcome = allocate_primary(
-                        job, state.host_order, state.free_index, state.capacity, check_cancel
+                queue = queues[job.queue]
+                plan = _FINAL
+                outcome: JobAlloc | Placement | Unsatisfied | None = self._held(job, queue, session)
+                if outcome is None:
+                    # Req 7: a request this session already proved unsatisfiable pends
+                    # at once. Within a session resources only shrink, so a hit never
+                    # pends a job that could have been dispatched. Where the queue
+                    # preempts, the job's priority decides which victims it may take,
+                    # so it is part of the fingerprint.
+                    fingerprint = (
+                        id(job.request),
+                        job.tasks,
+                        job.user,
+                        job.queue,
+                        job.project,
+                        job.priority if queue.preemptible_queues else None,
                     )
-                    if outcome.__class__ is Placement:
-                        outcome = self._records(job.jobid, outcome, session)
-                        state.hold(outcome)
-                else:
-                    outcome = allocate_job(
-                        job,
-                        job.request,
-                        state,
-                        check_cancel,
-                        partial(self._records, job.jobid, session=session),
-                    )
-                if outcome.__class__ is Unsatisfied and self.unsatisfiable_cache:
-                    # No preemption yet (issue 5): every failure is cached as final.
-                    unsatisfiable[fingerprint] = outcome
+                    # A job whose preemption is in flight always gets to its own
+                    # record (wait, or give up); it never takes a twin's verdict.
+                    preempting = job.jobid in state.preemptions
+                    cached = None if preempting else unsatisfiable.get(fingerprint)
+                    if cached is not None:
+                        session.cache_hits += 1
+                        self.cache_hits += 1
+                        outcome = cached
+                    else:
+                        outcome = self._allocate(job, session)
+                        if outcome.__class__ is Unsatisfied:
+                            outcome, plan = self._preemption(job, queue, outcome, session)
+                            if plan.cache and self.unsatisfiable_cache:
+                                unsatisfiable[fingerprint] = outcome
                 # From here the job's decision is made whole: no cancellation point.
                 self._cancellable = False
                 if outcome.__class__ is JobAlloc:
-                    alloc = self._commit(job, outcome, session)
+                    alloc = self._commit(job, outcome, event.ts)
                     picker.on_dispatch(job.jobid)
                     emit(Dispatch(ts=event.ts, jobid=job.jobid, alloc=alloc))
-                else:
-                    reason = self._reason(cast(Unsatisfied, outcome))
-                    last = job.pend_reason
-                    # A PEND is news only when the reason changed (identity first).
-                    if last is not reason and last != reason:
-                        job.pend_reason = reason
-                        emit(Pend(ts=event.ts, jobid=job.jobid, reason=reason))
-                    picker.on_pend(job.jobid)
+                    continue
+                self._carry_out(job, plan, session)
+                reason = self._reason(cast(Unsatisfied, outcome))
+                last = job.pend_reason
+                # A PEND is news only when the reason changed (identity first).
+                if last is not reason and last != reason:
+                    job.pend_reason = reason
+                    emit(Pend(ts=event.ts, jobid=job.jobid, reason=reason))
+                picker.on_pend(job.jobid)
         except SessionCancelled:
             log.info("session %d at ts=%d cancelled", session.number, event.ts)
         finally:
             self._cancellable = False
             self._session = None
             picker.end_session()
+
+    def _held(self, job: Job, queue: Queue, session: SessionState) -> Unsatisfied | None:
+        """Why ``job`` may not start whatever the hosts offer (its queue is inactive or
+        outside its run windows, or a slot limit is reached), or None."""
+        holds = session.queue_holds
+        if queue.name not in holds:
+            holds[queue.name] = queue_hold(queue, session.from_s)
+        return holds[queue.name] or limit_hold(self.state, job, queue)
+
+    def _allocate(self, job: Job, session: SessionState) -> JobAlloc | Unsatisfied:
+        """Allocate ``job`` on the real state and hold what it gets, or say why not."""
+        state = self.state
+        if job.request is EMPTY:
+            outcome = allocate_primary(
+                job, state.host_order, state.free_index, state.capacity, self.view.check_cancel
+            )
+            if outcome.__class__ is Placement:
+                alloc = self._records(job.jobid, outcome, session)
+                state.hold(alloc)
+                return alloc
+            return cast(Unsatisfied, outcome)
+        return allocate_job(
+            job,
+            job.request,
+            state,
+            self.view.check_cancel,
+            partial(self._records, job.jobid, session=session),
+        )
+
+    # --- preemption (Req 6) ---------------------------------------------------------
+
+    def _preemption(
+        self, job: Job, queue: Queue, failed: Unsatisfied, session: SessionState
+    ) -> tuple[Unsatisfied, _Plan]:
+        """What to do about a job that did not fit: wait for its preemption in
+        flight, give that up, start a new one, or nothing (the failure is final for
+        this session and goes into the cache).
+
+        Decides only; ``_carry_out`` changes the state once the decision is whole.
+        """
+        state = self.state
+        record = state.preemptions.get(job.jobid)
+        drop = record is not None
+        if record is not None:
+            running = [
+                victim
+                for victim in record.victims
+                if (other := state.jobs.get(victim)) is not None and other.state is JobState.RUN
+            ]
+            if running:
+                rounds = session.number - record.session
+                if rounds < state.config.preempt_timeout_rounds:
+                    return _waiting(running), _WAIT  # no thrash: no second preemption
+                listed = ", ".join(map(str, running))
+                detail = f"jobs {listed} still running after {rounds} rounds"
+                given_up = Unsatisfied(PendingCode.PREEMPT_GIVEN_UP, False, detail=detail)
+                return given_up, _Plan(cache=False, drop=True, ignored=tuple(running))
+        final = _Plan(cache=True, drop=drop)
+        if not failed.resolvable or not queue.preemptible_queues:
+            return failed, final
+        key = (queue.name, job.priority)
+        candidates = session.candidates.get(key)
+        if candidates is None:
+            candidates = session.candidates[key] = safe_candidates(state, job, queue)
+        if not candidates:
+            return failed, final
+        policy = self._policy(queue.preempt_policy or DEFAULT_PREEMPT_POLICY)
+        victims = find_victims(state, job, candidates, policy, self.view.check_cancel)
+        if not victims:
+            return failed, final
+        return _waiting(victims), _Plan(cache=False, drop=drop, victims=victims)
+
+    def _carry_out(self, job: Job, plan: _Plan, session: SessionState) -> None:
+        """Apply a preemption decision of ``_preemption`` (not cancellable)."""
+        state = self.state
+        if plan.drop:
+            del state.preemptions[job.jobid]
+        if plan.ignored:
+            for victim in plan.ignored:
+                state.jobs[victim].ignored_preemption = True
+            self.preemptions_given_up += 1
+            log.warning(
+                "session %d: preemption for job %d given up: jobs %s did not suspend",
+                session.number,
+                job.jobid,
+                ", ".join(map(str, plan.ignored)),
+            )
+        if plan.victims:
+            state.preemptions[job.jobid] = Preemption(job.jobid, plan.victims, session.number)
+            session.candidates.clear()  # the victims are taken now
+            self.preemptions += 1
+            self.on_decision(
+                Preempt(ts=session.start_ts, preempting_jobid=job.jobid, victim_jobids=plan.victims)
+            )
+
+    def _policy(self, name: str) -> PreemptPolicy:
+        policy = self._policies.get(name)
+        if policy is None:
+            policy = self._policies[name] = self.registry.preempt_policies.get(name)(self.view)
+        return policy
+
+    def _resume_preempted(self, session: SessionState) -> None:
+        """Resume every preempted job whose hosts have room again, unless a pending job
+        of higher priority waits for that room (RESUME, SIGCONT)."""
+        state = self.state
+        waiting: Waiting | None = None
+        for job in suspended_by_preemption(state):
+            if not has_room(state, job):
+                continue
+            if waiting is None:
+                waiting = Waiting(state)
+            if waiting.need_room_of(job):
+                continue
+            assert job.alloc is not None
+            state.hold(job.alloc, skip=job.released)
+            job.state = JobState.RUN
+            job.preempted = False
+            state.charge(job, 1)
+            self.picker.on_job_state_change(job, JobState.RUN)
+            self.on_decision(Resume(ts=session.start_ts, jobid=job.jobid))
 
     def _picker_bug(self, info: JobInfo, job: Job | None) -> PluginError:
         name = self.picker.name
@@ -585,36 +797,25 @@ class SchedCore:
         return PluginError(f"picker {name!r} returned job {job.jobid} twice in one session")
 
     def _records(self, jobid: int, placement: Placement, session: SessionState) -> JobAlloc:
-        """The allocation records of a placement: a slots record and one per
-        reservation on each host, one per shared reservation; every record stamped
-        with the session's ``from`` and a new instance id."""
-        state = self.state
-        from_s = session.from_s
+        """The allocation records of a placement, numbered from the core's instance
+        counter and stamped with the session's ``from``."""
+        return build_records(jobid, placement, session.from_s, self._next_instid)
 
-        def record(name: str, value: float, duration: int) -> Alloc:
-            instid = state.next_instid
-            state.next_instid += 1
-            return Alloc(name=name, value=value, from_=from_s, duration=duration, instid=instid)
+    def _next_instid(self) -> int:
+        instid = self.state.next_instid
+        self.state.next_instid += 1
+        return instid
 
-        hosts = tuple(
-            HostAlloc(
-                host=host.name,
-                allocs=(
-                    record(SLOTS, float(slots), UNTIL_JOB_END),
-                    *(record(*reservation) for reservation in reservations),
-                ),
-            )
-            for host, slots, reservations in placement.shares
-        )
-        shared = tuple(record(*reservation) for reservation in placement.shared)
-        return JobAlloc(jobid=jobid, hosts=hosts, shared=shared)
-
-    def _commit(self, job: Job, alloc: JobAlloc, session: SessionState) -> JobAlloc:
-        """Make ``job`` a running job on ``alloc`` (already held in the state)."""
+    def _commit(self, job: Job, alloc: JobAlloc, ts: int) -> JobAlloc:
+        """Make ``job`` a running job on ``alloc`` (already held in the state),
+        started at ``ts`` (ns)."""
         job.alloc = alloc
         job.released = frozenset()
         job.state = JobState.RUN
         job.pend_reason = None
+        job.start_ts = ts
+        self.state.charge(job, 1)
+        self.state.preemptions.pop(job.jobid, None)
         ends = {item.from_ + item.duration for _, _, item in entries(alloc) if item.duration >= 0}
         for end in sorted(ends):
             self.state.expiries.add((end, job.jobid))

@@ -44,6 +44,8 @@ class JobInfo(Protocol):
     def queue_ts(self) -> int: ...
     @property
     def state(self) -> JobState: ...
+    @property
+    def start_ts(self) -> int: ...
 
 
 class QueueInfo(Protocol):
@@ -217,6 +219,42 @@ class PickerConfig:
 
 PickerFactory = Callable[[PickerConfig, CoreView], JobPicker]
 
+# --- preemption policy (Req 6) ---------------------------------------------------------
+
+
+class PreemptTrial(Protocol):
+    """The core's trial of a victim set, on a copy of the allocation state."""
+
+    def fits(self, victims: Sequence[int]) -> bool:
+        """Whether the preemptor could be allocated once ``victims`` (jobids, all
+        from the candidates) gave back what they hold. The real state never
+        changes; each call stands alone."""
+        ...
+
+
+class PreemptPolicy(Protocol):
+    """A victim-selection policy (the queue's ``preempt_policy``, Req 6 AC 2-3).
+
+    The core calls ``select_victims`` when a job of a queue with
+    ``preemptible_queues`` cannot be allocated and freeing running jobs could help.
+    ``candidates`` already obey the safety rules of Req 6 AC 9, which the core
+    enforces itself, outside any policy: running jobs of the preemptor's target
+    queues, in a ``preemptible`` queue, of strictly lower job priority, not already
+    chosen by a preemption in flight, each holding something the preemptor could use.
+    The policy returns the victims to suspend (jobids from ``candidates``) or an empty
+    sequence when none suffice; the core refuses any other answer, and any set
+    ``trial.fits`` rejects.
+    """
+
+    name: ClassVar[str]
+
+    def select_victims(
+        self, preemptor: JobInfo, candidates: Sequence[JobInfo], trial: PreemptTrial
+    ) -> Sequence[int]: ...
+
+
+PreemptPolicyFactory = Callable[[CoreView], PreemptPolicy]
+
 # --- allocation (Reqs 2-4) -----------------------------------------------------------
 
 
@@ -333,7 +371,10 @@ class PluginRegistry:
     """Every plugin registry the core needs, handed finished to ``SchedCore``."""
 
     pickers: Registry[PickerFactory] = field(default_factory=lambda: Registry("picker"))
+    preempt_policies: Registry[PreemptPolicyFactory] = field(
+        default_factory=lambda: Registry("preempt policy")
+    )
 
     def copy(self) -> PluginRegistry:
         """An independent copy."""
-        return PluginRegistry(self.pickers.copy())
+        return PluginRegistry(self.pickers.copy(), self.preempt_policies.copy())

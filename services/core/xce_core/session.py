@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 
 from xce_core.alloc.primary import Unsatisfied
 from xce_core.errors import SessionCancelled
+from xce_core.state import Job
 
 
 class CancelToken:
@@ -49,19 +50,27 @@ class SessionState:
         tried: jobs ``next_job`` returned this session (a picker may not repeat one).
         unsatisfiable: the session's unsatisfiable-request cache (Req 7): the outcome
             of every request that failed this session, by fingerprint ``(request
-            identity, tasks, user, queue, project)``; the request object covers select,
-            rusage, span and the shape of compound and alternative requests.
+            identity, tasks, user, queue, project, priority)``; the request object
+            covers select, rusage, span and the shape of compound and alternative
+            requests; priority is None unless the queue preempts (it decides which
+            victims a job may take).
         cache_hits: how many jobs the cache pended this session.
+        queue_holds: per queue, why it dispatches nothing this session (inactive,
+            outside its run windows) or None.
+        candidates: the safe preemption candidates by (queue, job priority), until a
+            preemption takes some of them.
     """
 
     number: int
     start_ts: int
     token: CancelToken = field(default_factory=CancelToken)
     tried: dict[int, None] = field(default_factory=dict)
-    unsatisfiable: dict[tuple[int, int, str, str, str | None], Unsatisfied] = field(
+    unsatisfiable: dict[tuple[int, int, str, str, str | None, int | None], Unsatisfied] = field(
         default_factory=dict
     )
     cache_hits: int = 0
+    queue_holds: dict[str, Unsatisfied | None] = field(default_factory=dict)
+    candidates: dict[tuple[str, int], list[Job]] = field(default_factory=dict)
 
     @property
     def from_s(self) -> int:

@@ -15,7 +15,7 @@ from fractions import Fraction
 from typing import Any
 
 from pydantic import ValidationError
-from xce_schemas import Decision, PendingReason
+from xce_schemas import Decision, JobState, PendingReason
 from xce_schemas.errors import describe
 from xce_schemas.snapshot import (
     SNAPSHOT_VERSION,
@@ -26,6 +26,7 @@ from xce_schemas.snapshot import (
     JobStateDoc,
     ObjectTable,
     PickerState,
+    PreemptionDoc,
     PrngState,
 )
 
@@ -34,7 +35,7 @@ from xce_core.core import SchedCore
 from xce_core.errors import CoreError
 from xce_core.plugins import PluginRegistry
 from xce_core.resreq.parser import parse_resreq
-from xce_core.state import Job, Queue
+from xce_core.state import Job, Preemption, Queue
 
 
 class SnapshotError(CoreError, ValueError):
@@ -76,6 +77,10 @@ def save_snapshot(core: SchedCore) -> CoreSnapshot:
                 rusage=j.rusage,
                 pend_reason=reason,
                 released=tuple(sorted(j.released)),
+                start_ts=j.start_ts,
+                suspend_ts=j.suspend_ts,
+                preempted=j.preempted,
+                ignored_preemption=j.ignored_preemption,
             )
         )
     version, internal, gauss = core.prng.getstate()
@@ -105,6 +110,10 @@ def save_snapshot(core: SchedCore) -> CoreSnapshot:
         ),
         shared_in_use=state.shared_in_use,
         expiries=tuple(state.expiries),
+        preemptions=tuple(
+            PreemptionDoc(preemptor=p.preemptor, victims=p.victims, session=p.session)
+            for p in state.preemptions.values()
+        ),
         counters=Counters(
             next_instid=state.next_instid, sessions=state.sessions, events=core.events
         ),
@@ -141,6 +150,12 @@ def _check(snapshot: CoreSnapshot) -> None:
                 if name not in held:
                     raise SnapshotError(f"{where}.alloc: unknown host {name!r}")
                 held[name] += slots
+    pending = {job.jobid for job in snapshot.jobs if job.state is JobState.PEND}
+    for index, record in enumerate(snapshot.preemptions):
+        if record.preemptor not in pending:
+            raise SnapshotError(
+                f"preemptions[{index}].preemptor: job {record.preemptor} is not a pending job"
+            )
     for name, host in hosts.items():
         if host.used != held[name] or host.used > host.slots:
             raise SnapshotError(
@@ -198,7 +213,7 @@ def load_snapshot(
     resreqs = snapshot.objects.resreqs
     reasons = snapshot.objects.pend_reasons
     for j in snapshot.jobs:
-        state.jobs[j.jobid] = Job(
+        job = state.jobs[j.jobid] = Job(
             j.jobid,
             j.queue,
             j.user,
@@ -214,7 +229,16 @@ def load_snapshot(
             None if j.pend_reason is None else reasons[j.pend_reason],
             parse_resreq(resreqs[j.resreq]),
             frozenset(j.released),
+            j.start_ts,
+            j.suspend_ts,
+            j.preempted,
+            j.ignored_preemption,
         )
+        if job.state is JobState.RUN:
+            state.charge(job, 1)  # the queues' slot counts follow from running jobs
+    state.preemptions = {
+        p.preemptor: Preemption(p.preemptor, p.victims, p.session) for p in snapshot.preemptions
+    }
     state.resources = {r.name: r for r in snapshot.resources}
     state.resvals = {(v.resource, v.host or ""): v.value for v in snapshot.resvals}
     state.next_instid = snapshot.counters.next_instid

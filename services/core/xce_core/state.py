@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from typing import TypeVar
 
 from sortedcontainers import SortedList
 from xce_schemas import (
@@ -26,6 +27,8 @@ from xce_schemas import (
 
 from xce_core.alloc.free_index import FreeSlotIndex
 from xce_core.resreq.model import EMPTY, Resreq, ResreqError
+
+K = TypeVar("K")
 
 #: Field metadata of values that only key caches: not state, not snapshotted.
 CACHE = {"cache": True}
@@ -56,6 +59,14 @@ def _add(amounts: dict[str, float], name: str, delta: float) -> None:
         amounts.pop(name, None)
     else:
         amounts[name] = left
+
+
+def _count(counts: dict[K, int], key: K, delta: int) -> None:
+    left = counts.get(key, 0) + delta
+    if left:
+        counts[key] = left
+    else:
+        counts.pop(key, None)
 
 
 @dataclass(slots=True)
@@ -153,6 +164,12 @@ class Job:
             shared object.
         released: allocation entries ``(host index, alloc index)`` whose ``rusage``
             duration is over and that were given back (shared entries: index -1).
+        start_ts: when it was dispatched, ns (0 before); victims are ranked by it.
+        suspend_ts: when it was last suspended, ns (0 before).
+        preempted: suspended by a preemption, so the core resumes it (RESUME) once
+            its hosts have room; a job the controller suspended on its own is not.
+        ignored_preemption: it was a victim of a preemption given up because it did
+            not suspend in time; it is not chosen as a victim again.
     """
 
     jobid: int
@@ -170,6 +187,31 @@ class Job:
     pend_reason: PendingReason | None = None
     request: Resreq | ResreqError = EMPTY
     released: frozenset[tuple[int, int]] = frozenset()
+    start_ts: int = 0
+    suspend_ts: int = 0
+    preempted: bool = False
+    ignored_preemption: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class Preemption:
+    """A preemption in flight: ``preemptor`` waits for ``victims`` to suspend.
+
+    Attributes:
+        preemptor: the pending job the victims make room for.
+        victims: the running jobs asked to suspend, in the policy's order.
+        session: the session number that issued the PREEMPT (rounds are counted
+            from it for the give-up timeout).
+    """
+
+    preemptor: int
+    victims: tuple[int, ...]
+    session: int
+
+
+def job_slots(alloc: JobAlloc) -> int:
+    """Job slots an allocation holds over all its hosts."""
+    return sum(int(item.value) for _, where, item in entries(alloc) if item.name == SLOTS)
 
 
 @dataclass(slots=True)
@@ -180,6 +222,11 @@ class ClusterState:
     changes (not when jobs take or give slots), so memos of what depends only on the
     hosts' shape stay correct. It is a cache key, not state: its value is never
     compared, only whether it moved (``CACHE`` marks such fields).
+
+    ``preemptions`` holds the preemptions in flight by preemptor jobid.
+    ``queue_slots`` and ``user_slots`` are the slots running jobs hold per queue and
+    per (queue, user), for the queues' slot limits; they follow from the running
+    jobs (``charge``) and are rebuilt, not saved, by a snapshot load.
     """
 
     config: SchedulerConfig = field(default_factory=SchedulerConfig)
@@ -195,7 +242,10 @@ class ClusterState:
     capacity: int = 0
     next_instid: int = 1
     sessions: int = 0
+    preemptions: dict[int, Preemption] = field(default_factory=dict)
     hosts_version: int = field(default=0, metadata=CACHE)
+    queue_slots: dict[str, int] = field(default_factory=dict, metadata=CACHE)
+    user_slots: dict[tuple[str, str], int] = field(default_factory=dict, metadata=CACHE)
 
     def add_host(
         self,
@@ -326,6 +376,14 @@ class ClusterState:
                 free = self.available(self.hosts[where], name)
             out.append((where, name, amount, free))
         return out
+
+    def charge(self, job: Job, sign: int) -> None:
+        """Count ``job``'s slots against its queue's limits (``sign`` 1 when it starts
+        or resumes running, -1 when it stops)."""
+        assert job.alloc is not None, f"job {job.jobid} is charged without an allocation"
+        slots = sign * job_slots(job.alloc)
+        _count(self.queue_slots, job.queue, slots)
+        _count(self.user_slots, (job.queue, job.user), slots)
 
     def take_slots(self, host: Host, slots: int) -> None:
         """A job takes ``slots`` on ``host`` (caller checked they are free)."""
