@@ -24,7 +24,9 @@ from xce_schemas import (
     JobState,
     JobStateChange,
     Pend,
+    Preempt,
     QueueSpec,
+    Resume,
     SchedulerConfig,
     WorkersPush,
 )
@@ -43,11 +45,17 @@ Summary = tuple[str, int, Any]
 
 
 def summarize(decision: Decision) -> Summary | None:
-    """The comparable form of a DISPATCH or PEND decision (None for others)."""
+    """The comparable form of a DISPATCH, PEND, PREEMPT or RESUME decision (None for
+    NEW_SESSION): PREEMPT is (kind, preempting jobid, victims), RESUME (kind, jobid,
+    None)."""
     if isinstance(decision, Dispatch):
         return ("DISPATCH", decision.jobid, tuple(h.host for h in decision.alloc.hosts))
     if isinstance(decision, Pend):
         return ("PEND", decision.jobid, decision.reason.main.value)
+    if isinstance(decision, Preempt):
+        return ("PREEMPT", decision.preempting_jobid, decision.victim_jobids)
+    if isinstance(decision, Resume):
+        return ("RESUME", decision.jobid, None)
     return None
 
 
@@ -116,6 +124,7 @@ class ClusterBuilder:
     queues: list[QueueSpec] = field(default_factory=list)
     jobs: list[JobSpec] = field(default_factory=list)
     picker: str = "builtin_fcfs"
+    config_fields: dict[str, Any] = field(default_factory=dict)
 
     def host(
         self,
@@ -146,9 +155,19 @@ class ClusterBuilder:
             self.host(f"{prefix}{i}", slots)
         return self
 
-    def queue(self, name: str, priority: int = 30, picker: str | None = None) -> ClusterBuilder:
-        """Add a queue (with an optional per-queue picker override)."""
-        self.queues.append(QueueSpec(name=name, priority=priority, job_pick_plugin=picker))
+    def queue(
+        self, name: str, priority: int = 30, picker: str | None = None, **fields: Any
+    ) -> ClusterBuilder:
+        """Add a queue (with an optional per-queue picker override, and any other
+        ``QueueSpec`` field: ``preemptible_queues``, ``max_running``, ...)."""
+        self.queues.append(
+            QueueSpec(name=name, priority=priority, job_pick_plugin=picker, **fields)
+        )
+        return self
+
+    def configure(self, **fields: Any) -> ClusterBuilder:
+        """Set ``SchedulerConfig`` fields (e.g. ``preempt_timeout_rounds``)."""
+        self.config_fields.update(fields)
         return self
 
     def job(self, jobid: int, **kwargs: Any) -> ClusterBuilder:
@@ -166,7 +185,7 @@ class ClusterBuilder:
         decisions: list[Decision] = []
         core = SchedCore(on_decision=decisions.append, prng_seed=seed, registry=registry)
         queues = tuple(self.queues) or (QueueSpec(name="normal", priority=30),)
-        config = SchedulerConfig(job_pick_plugin=self.picker, queues=queues)
+        config = SchedulerConfig(job_pick_plugin=self.picker, queues=queues, **self.config_fields)
         core.push_event(ConfigPush(ts=0, payload=ConfigPushPayload(config=config)))
         if self.hosts:
             core.push_event(WorkersPush(ts=0, payload=WorkersPushPayload(hosts=tuple(self.hosts))))

@@ -27,6 +27,12 @@ _CLUSTER_WIDE = frozenset(
         PendingCode.JOB_LARGER_THAN_CLUSTER,
         PendingCode.BAD_RESREQ,
         PendingCode.PTILE_EXCEEDS_TASKS,
+        PendingCode.PREEMPT_WAIT,
+        PendingCode.PREEMPT_GIVEN_UP,
+        PendingCode.QUEUE_INACTIVE,
+        PendingCode.QUEUE_WINDOW,
+        PendingCode.QUEUE_SLOT_LIMIT,
+        PendingCode.QUEUE_USER_SLOT_LIMIT,
     }
 )
 
