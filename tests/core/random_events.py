@@ -44,7 +44,7 @@ operation = st.one_of(
     ),
     st.tuples(st.just("round")),
     st.tuples(
-        st.sampled_from(["finish", "fail", "requeue", "suspend", "resume", "kill"]),
+        st.sampled_from(["finish", "fail", "requeue", "suspend", "resume", "kill", "obey"]),
         st.integers(0, 50),
     ),
     st.tuples(
@@ -58,13 +58,15 @@ TRANSITIONS = {
     "fail": (JobState.RUN, JobState.EXIT),
     "requeue": (JobState.RUN, JobState.PEND),
     "suspend": (JobState.RUN, JobState.SUSP),
+    "obey": (JobState.RUN, JobState.SUSP),
     "resume": (JobState.SUSP, JobState.RUN),
     "kill": (JobState.PEND, JobState.EXIT),
 }
 
 
 def new_core(decisions: list[Any]) -> SchedCore:
-    """A core with three queues (two of equal priority) and five hosts of 1-4 slots."""
+    """A core with three queues (two of equal priority; ``high`` preempts the others,
+    ``low`` has a slot limit) and five hosts of 1-4 slots."""
     core = SchedCore(on_decision=decisions.append, prng_seed=7)
     core.push_event(
         {
@@ -73,10 +75,16 @@ def new_core(decisions: list[Any]) -> SchedCore:
             "payload": {
                 "config": {
                     "queues": [
-                        {"name": "low", "priority": 10},
-                        {"name": "normal", "priority": 30},
-                        {"name": "high", "priority": 30},
-                    ]
+                        {"name": "low", "priority": 10, "preemptible": True, "max_running": 8},
+                        {"name": "normal", "priority": 30, "preemptible": True},
+                        {
+                            "name": "high",
+                            "priority": 30,
+                            "preemptible_queues": ["low", "normal"],
+                            "user_slot_limit": 10,
+                        },
+                    ],
+                    "preempt_timeout_rounds": 2,
                 }
             },
         }
@@ -140,7 +148,11 @@ def event_for(core: SchedCore, op: tuple[Any, ...], step: int) -> dict[str, Any]
             "payload": {"jobid": jobid, "priority": op[2], "queue": op[3]},
         }
     source, target = TRANSITIONS[kind]
-    candidates = [j.jobid for j in jobs.values() if j.state is source]
+    if kind == "obey":  # a victim of a preemption in flight suspends, as asked
+        victims = {v for record in core.state.preemptions.values() for v in record.victims}
+        candidates = [j for j in sorted(victims) if j in jobs and jobs[j].state is source]
+    else:
+        candidates = [j.jobid for j in jobs.values() if j.state is source]
     if not candidates:
         return None
     jobid = candidates[op[1] % len(candidates)]

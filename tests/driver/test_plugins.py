@@ -16,9 +16,11 @@ from pathlib import Path
 import pytest
 from xce_core.errors import ConfigError
 from xce_driver.cli import main
-from xce_driver.plugins import PICKER_GROUP, load_registry
+from xce_driver.plugins import PICKER_GROUP, PREEMPT_POLICY_GROUP, load_registry
 from xce_driver.simulate import run_simulation
 from xce_driver.workloads.mapping import MappedWorkload, SimJob
+
+from tests.builders import cluster, job_spec
 
 LIFO_SOURCE = '''
 """A last-in, first-out picker: the newest pending job first."""
@@ -241,3 +243,45 @@ def test_registry_follows_what_is_installed(
     importlib.invalidate_caches()
     assert "lifo" not in load_registry().pickers.names()
     assert "builtin_fcfs" in load_registry().pickers.names()
+
+
+NEWEST_FIRST_SOURCE = '''
+"""A preemption policy that takes the most recently started candidate alone."""
+
+
+class NewestFirst:
+    name = "newest_first"
+
+    def __init__(self, view):
+        self.view = view
+
+    def select_victims(self, preemptor, candidates, trial):
+        for job in sorted(candidates, key=lambda job: (-job.start_ts, job.jobid)):
+            if trial.fits([job.jobid]):
+                return [job.jobid]
+        return []
+'''
+
+
+def test_entry_point_preempt_policy_is_registered_and_used(install_plugin: InstallPlugin) -> None:
+    install_plugin(
+        "xce-test-newest",
+        f"[{PREEMPT_POLICY_GROUP}]\nnewest_first = xce_test_newest:NewestFirst\n",
+        {"xce_test_newest": NEWEST_FIRST_SOURCE},
+    )
+    registry = load_registry()
+    assert registry.preempt_policies.names() == ["lowest_priority_first", "newest_first"]
+    sc = (
+        cluster()
+        .queue("urgent", 100, preemptible_queues=("normal",), preempt_policy="newest_first")
+        .queue("normal", preemptible=True)
+        .hosts_n(2)
+        .job(1, priority=0)
+        .build(registry=registry)
+    )
+    sc.round(1)
+    sc.submit(job_spec(2, priority=5), at_s=2)
+    sc.round(2)
+    sc.submit(job_spec(3, queue="urgent", priority=9), at_s=3)
+    # lowest_priority_first would take job 1 (priority 0); this policy takes job 2.
+    assert sc.round(3)[0] == ("PREEMPT", 3, (2,))

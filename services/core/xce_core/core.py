@@ -59,7 +59,7 @@ from xce_core.alloc.records import build_records
 from xce_core.clock import Clock
 from xce_core.errors import ConfigError, EventError, PluginError, SessionCancelled
 from xce_core.in_tree import DEFAULT_PREEMPT_POLICY, in_tree_registry
-from xce_core.pending import make_pending_reason, occupancy_reasons, reason_for
+from xce_core.pending import is_cluster_wide, make_pending_reason, occupancy_reasons, reason_for
 from xce_core.plugins import (
     HostInfo,
     JobInfo,
@@ -131,6 +131,7 @@ class _Plan:
 
 _FINAL = _Plan(cache=True)
 _WAIT = _Plan(cache=False)
+_DROP = _Plan(cache=False, drop=True)
 
 
 def _waiting(victims: Sequence[int]) -> Unsatisfied:
@@ -272,6 +273,8 @@ class SchedCore:
         if job is None or job.state is not JobState.PEND or job.pend_reason is None:
             return None
         last = job.pend_reason
+        if not last.hosts and is_cluster_wide(last.main):
+            return last  # not about any host: a queue limit, a bad request, ...
         hosts = occupancy_reasons(self.state.host_order, 1)
         return make_pending_reason(last.main, hosts, last.resources, last.detail)
 
@@ -620,7 +623,9 @@ class SchedCore:
                 queue = queues[job.queue]
                 plan = _FINAL
                 outcome: JobAlloc | Placement | Unsatisfied | None = self._held(job, queue, session)
-                if outcome is None:
+                if outcome is not None and job.jobid in state.preemptions:
+                    plan = _DROP  # held whatever room it gets: its preemption is moot
+                elif outcome is None:
                     # Req 7: a request this session already proved unsatisfiable pends
                     # at once. Within a session resources only shrink, so a hit never
                     # pends a job that could have been dispatched. Where the queue

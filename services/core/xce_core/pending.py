@@ -36,6 +36,13 @@ _CLUSTER_WIDE = frozenset(
     }
 )
 
+
+def is_cluster_wide(code: PendingCode) -> bool:
+    """Whether ``code`` is about the job or its queue as a whole, never a host (its
+    reasons carry no host-based entries)."""
+    return code in _CLUSTER_WIDE
+
+
 _STATUS_CODE = {
     HostStatus.CLOSED: PendingCode.HOST_CLOSED,
     HostStatus.UNAVAIL: PendingCode.HOST_UNAVAIL,

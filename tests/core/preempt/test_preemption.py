@@ -2,15 +2,21 @@
 
 from __future__ import annotations
 
+import json
 import logging
 from collections.abc import Iterator, Sequence
 
 import pytest
+from xce_core.core import SchedCore
 from xce_core.errors import ConfigError, EventError
 from xce_core.in_tree import in_tree_registry
 from xce_core.plugins import CoreView, JobInfo, PickerBase, PickerConfig, PreemptTrial
+from xce_core.snapshot import load_snapshot, save_snapshot
 from xce_schemas import (
+    BeginRound,
+    Decision,
     JobState,
+    JobStateChange,
     Pend,
     Preempt,
     QueueSpec,
@@ -22,7 +28,12 @@ from xce_schemas import (
     ResvalsFull,
 )
 from xce_schemas.decisions import HOOK_DETAIL_JOB_STOP, SIGCONT, SIGTSTP
-from xce_schemas.events import QueueUpdatePayload, ResourcesPushPayload, ResvalsPayload
+from xce_schemas.events import (
+    JobStateChangePayload,
+    QueueUpdatePayload,
+    ResourcesPushPayload,
+    ResvalsPayload,
+)
 
 from tests.builders import NS, ClusterBuilder, Scenario, cluster, job_spec
 
@@ -402,3 +413,47 @@ def test_an_unknown_policy_or_target_queue_is_refused_and_nothing_changes() -> N
     with pytest.raises(EventError, match=r"preemptible_queues\[0\]: unknown queue 'ghost'"):
         sc.push(QueueUpdate(ts=NS, payload=QueueUpdatePayload(queue=bad_target)))
     assert "x" not in sc.core.state.queues
+
+
+# --- snapshots ---------------------------------------------------------------------------------
+
+
+def test_a_snapshot_mid_preemption_continues_with_the_same_decisions() -> None:
+    sc = (
+        urgent_and_normal(max_running=6)
+        .configure(preempt_timeout_rounds=2)
+        .hosts_n(3, slots=2)
+        .job(1, tasks=2)
+        .job(2, tasks=2, priority=1)
+        .job(3, tasks=2, priority=2)
+        .build()
+    )
+    sc.round(1)
+    sc.submit(job_spec(4, queue="urgent", tasks=4, priority=9), at_s=2)
+    assert sc.round(2)[0] == ("PREEMPT", 4, (1, 2))
+    sc.state_change(1, JobState.SUSP, at_s=3)  # job 2 has not suspended yet
+    twin_decisions: list[Decision] = []
+    snapshot = save_snapshot(sc.core)
+    twin = load_snapshot(snapshot.model_dump_json(), twin_decisions.append)
+    assert save_snapshot(twin).model_dump_json() == snapshot.model_dump_json()
+    assert twin.state.queue_slots == sc.core.state.queue_slots == {"normal": 4}
+
+    def script(core: SchedCore, decisions: list[Decision]) -> list[str]:
+        start = len(decisions)
+        for at_s, event in [
+            (3, None),
+            (4, JobStateChangePayload(jobid=2, state=JobState.SUSP)),
+            (4, None),
+            (5, JobStateChangePayload(jobid=4, state=JobState.DONE)),
+            (5, None),
+        ]:
+            if event is None:
+                core.push_event(BeginRound(ts=at_s * NS))
+            else:
+                core.push_event(JobStateChange(ts=at_s * NS, payload=event))
+        return [d.model_dump_json() for d in decisions[start:]]
+
+    ours = script(sc.core, sc.decisions)
+    assert ours == script(twin, twin_decisions)
+    ops = [json.loads(line)["op"] for line in ours]
+    assert ops.count("DISPATCH") == 1 and ops.count("RESUME") == 2
