@@ -523,15 +523,19 @@ class SchedCore:
         state = self.state
         if new is JobState.RUN:  # resumed (old is SUSP): take its slots again
             self._resume(event.type, job, event.ts)
-            job.preempted = False
         elif old is JobState.RUN:
             self._release(job)  # finished, failed, suspended or requeued: slots back
         if new is JobState.SUSP:
             job.suspend_ts = event.ts
-            # Suspended because a preemption asked it to: the core resumes it later.
-            job.preempted = job.ignored_preemption or any(
-                job.jobid in record.victims for record in state.preemptions.values()
-            )
+        # Suspended because a preemption asked it to: the core resumes it later.
+        state.set_preempted(
+            job,
+            new is JobState.SUSP
+            and (
+                job.ignored_preemption
+                or any(job.jobid in record.victims for record in state.preemptions.values())
+            ),
+        )
         if new in _FINISHED:
             del state.jobs[job.jobid]
         elif new is JobState.PEND:
@@ -539,7 +543,7 @@ class SchedCore:
             job.released = frozenset()
             job.queue_ts = event.ts
             job.pend_reason = None
-            job.preempted = job.ignored_preemption = False
+            job.ignored_preemption = False
         if old is JobState.PEND:
             state.preemptions.pop(job.jobid, None)  # a preemptor that left the queue
         job.state = new
@@ -790,7 +794,7 @@ class SchedCore:
             assert job.alloc is not None
             state.hold(job.alloc, skip=job.released)
             job.state = JobState.RUN
-            job.preempted = False
+            state.set_preempted(job, False)
             state.charge(job, 1)
             self.picker.on_job_state_change(job, JobState.RUN)
             self.on_decision(Resume(ts=session.start_ts, jobid=job.jobid))

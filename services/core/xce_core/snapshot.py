@@ -236,6 +236,7 @@ def load_snapshot(
         )
         if job.state is JobState.RUN:
             state.charge(job, 1)  # the queues' slot counts follow from running jobs
+        state.set_preempted(job, job.preempted)
     state.preemptions = {
         p.preemptor: Preemption(p.preemptor, p.victims, p.session) for p in snapshot.preemptions
     }

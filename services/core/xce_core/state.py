@@ -225,8 +225,10 @@ class ClusterState:
 
     ``preemptions`` holds the preemptions in flight by preemptor jobid.
     ``queue_slots`` and ``user_slots`` are the slots running jobs hold per queue and
-    per (queue, user), for the queues' slot limits; they follow from the running
-    jobs (``charge``) and are rebuilt, not saved, by a snapshot load.
+    per (queue, user), for the queues' slot limits; ``running`` indexes the running
+    jobs and ``to_resume`` the jobs suspended by a preemption. All four follow from
+    the jobs (``charge``, ``set_preempted``) and are rebuilt, not saved, by a
+    snapshot load.
     """
 
     config: SchedulerConfig = field(default_factory=SchedulerConfig)
@@ -246,6 +248,8 @@ class ClusterState:
     hosts_version: int = field(default=0, metadata=CACHE)
     queue_slots: dict[str, int] = field(default_factory=dict, metadata=CACHE)
     user_slots: dict[tuple[str, str], int] = field(default_factory=dict, metadata=CACHE)
+    running: dict[int, Job] = field(default_factory=dict, metadata=CACHE)
+    to_resume: dict[int, Job] = field(default_factory=dict, metadata=CACHE)
 
     def add_host(
         self,
@@ -378,12 +382,24 @@ class ClusterState:
         return out
 
     def charge(self, job: Job, sign: int) -> None:
-        """Count ``job``'s slots against its queue's limits (``sign`` 1 when it starts
-        or resumes running, -1 when it stops)."""
+        """Count ``job``'s slots against its queue's limits and index it as running
+        (``sign`` 1 when it starts or resumes running, -1 when it stops)."""
         assert job.alloc is not None, f"job {job.jobid} is charged without an allocation"
         slots = sign * job_slots(job.alloc)
         _count(self.queue_slots, job.queue, slots)
         _count(self.user_slots, (job.queue, job.user), slots)
+        if sign > 0:
+            self.running[job.jobid] = job
+        else:
+            self.running.pop(job.jobid, None)
+
+    def set_preempted(self, job: Job, preempted: bool) -> None:
+        """Mark ``job`` as suspended by a preemption (the core resumes it) or not."""
+        job.preempted = preempted
+        if preempted:
+            self.to_resume[job.jobid] = job
+        else:
+            self.to_resume.pop(job.jobid, None)
 
     def take_slots(self, host: Host, slots: int) -> None:
         """A job takes ``slots`` on ``host`` (caller checked they are free)."""

@@ -32,8 +32,9 @@ SHORTAGE = frozenset(
 def suspended_by_preemption(state: ClusterState) -> list[Job]:
     """Preempted jobs, the first to resume first: priority descending, then the
     earliest suspended, then jobid."""
-    jobs = [job for job in state.jobs.values() if job.state is JobState.SUSP and job.preempted]
-    return sorted(jobs, key=lambda job: (-job.priority, job.suspend_ts, job.jobid))
+    return sorted(
+        state.to_resume.values(), key=lambda job: (-job.priority, job.suspend_ts, job.jobid)
+    )
 
 
 def has_room(state: ClusterState, job: Job) -> bool:

@@ -6,8 +6,6 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Sequence
 
-from xce_schemas import JobState
-
 from xce_core.plugins import PreemptPolicy
 from xce_core.preempt.trial import Trial, shared_wanted
 from xce_core.state import ClusterState, Job, Queue
@@ -19,7 +17,8 @@ def safe_candidates(state: ClusterState, job: Job, queue: Queue) -> list[Job]:
     """The running jobs ``job`` may preempt, by the safety rules (Req 6 AC 3, 9):
     in one of its queue's ``preemptible_queues``, in a ``preemptible`` queue, of job
     priority strictly lower than ``job``'s, not a victim of a preemption in flight,
-    and not a job that ignored an earlier preemption. In table order."""
+    and not a job that ignored an earlier preemption. By jobid, so the order does not
+    depend on the order jobs started in (which a snapshot load does not keep)."""
     targets = {
         name
         for name in queue.preemptible_queues
@@ -31,9 +30,8 @@ def safe_candidates(state: ClusterState, job: Job, queue: Queue) -> list[Job]:
     priority = job.priority
     return [
         other
-        for other in state.jobs.values()
-        if other.state is JobState.RUN
-        and other.queue in targets
+        for _, other in sorted(state.running.items())
+        if other.queue in targets
         and other.priority < priority
         and other.jobid not in chosen
         and not other.ignored_preemption
