@@ -133,6 +133,9 @@ _FINAL = _Plan(cache=True)
 _WAIT = _Plan(cache=False)
 _DROP = _Plan(cache=False, drop=True)
 
+#: Not yet looked at (a queue's hold this session).
+_UNSET: Any = object()
+
 
 def _waiting(victims: Sequence[int]) -> Unsatisfied:
     """The reason of a job waiting for its victims to suspend."""
@@ -612,7 +615,7 @@ class SchedCore:
         picker = self.picker
         picker.begin_session()
         jobs, queues, tried = state.jobs, state.queues, session.tried
-        unsatisfiable = session.unsatisfiable
+        unsatisfiable, holds = session.unsatisfiable, session.queue_holds
 
         try:
             while True:
@@ -626,7 +629,11 @@ class SchedCore:
                 tried[job.jobid] = None
                 queue = queues[job.queue]
                 plan = _FINAL
-                outcome: JobAlloc | Placement | Unsatisfied | None = self._held(job, queue, session)
+                outcome: JobAlloc | Placement | Unsatisfied | None = holds.get(queue.name, _UNSET)
+                if outcome is _UNSET:
+                    outcome = holds[queue.name] = queue_hold(queue, session.from_s)
+                if outcome is None and queue.limited:
+                    outcome = limit_hold(state, job, queue)
                 if outcome is not None and job.jobid in state.preemptions:
                     plan = _DROP  # held whatever room it gets: its preemption is moot
                 elif outcome is None:
@@ -654,7 +661,8 @@ class SchedCore:
                     else:
                         outcome = self._allocate(job, session)
                         if outcome.__class__ is Unsatisfied:
-                            outcome, plan = self._preemption(job, queue, outcome, session)
+                            if queue.preemptible_queues or preempting:
+                                outcome, plan = self._preemption(job, queue, outcome, session)
                             if plan.cache and self.unsatisfiable_cache:
                                 unsatisfiable[fingerprint] = outcome
                 # From here the job's decision is made whole: no cancellation point.
@@ -678,14 +686,6 @@ class SchedCore:
             self._cancellable = False
             self._session = None
             picker.end_session()
-
-    def _held(self, job: Job, queue: Queue, session: SessionState) -> Unsatisfied | None:
-        """Why ``job`` may not start whatever the hosts offer (its queue is inactive or
-        outside its run windows, or a slot limit is reached), or None."""
-        holds = session.queue_holds
-        if queue.name not in holds:
-            holds[queue.name] = queue_hold(queue, session.from_s)
-        return holds[queue.name] or limit_hold(self.state, job, queue)
 
     def _allocate(self, job: Job, session: SessionState) -> JobAlloc | Unsatisfied:
         """Allocate ``job`` on the real state and hold what it gets, or say why not."""

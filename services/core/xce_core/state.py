@@ -72,7 +72,8 @@ def _count(counts: dict[K, int], key: K, delta: int) -> None:
 @dataclass(slots=True)
 class Queue:
     """A queue (``xce_sched_queue_t``): every field of its ``QueueSpec`` (which see),
-    plus its run windows parsed (``windows``, a cache of ``run_windows``)."""
+    plus its run windows parsed (``windows``, a cache of ``run_windows``) and whether
+    it has a slot limit (``limited``)."""
 
     name: str
     priority: int
@@ -88,6 +89,7 @@ class Queue:
     user_slot_limit: int | None = None
     run_limit_s: int | None = None
     windows: tuple[tuple[int, int, int], ...] = field(default=(), metadata=CACHE)
+    limited: bool = field(default=False, metadata=CACHE)
 
     @classmethod
     def from_spec(cls, spec: QueueSpec) -> Queue:
@@ -101,6 +103,7 @@ class Queue:
         for name in QueueSpec.model_fields:
             setattr(self, name, getattr(spec, name))
         self.windows = tuple(parse_window(window) for window in spec.run_windows)
+        self.limited = spec.max_running is not None or spec.user_slot_limit is not None
 
     def spec(self) -> QueueSpec:
         """The wire definition of this queue (what a snapshot writes)."""
@@ -207,11 +210,6 @@ class Preemption:
     preemptor: int
     victims: tuple[int, ...]
     session: int
-
-
-def job_slots(alloc: JobAlloc) -> int:
-    """Job slots an allocation holds over all its hosts."""
-    return sum(int(item.value) for _, where, item in entries(alloc) if item.name == SLOTS)
 
 
 @dataclass(slots=True)
@@ -385,7 +383,7 @@ class ClusterState:
         """Count ``job``'s slots against its queue's limits and index it as running
         (``sign`` 1 when it starts or resumes running, -1 when it stops)."""
         assert job.alloc is not None, f"job {job.jobid} is charged without an allocation"
-        slots = sign * job_slots(job.alloc)
+        slots = sign * job.tasks  # an allocation holds one slot per task
         _count(self.queue_slots, job.queue, slots)
         _count(self.user_slots, (job.queue, job.user), slots)
         if sign > 0:
