@@ -43,7 +43,18 @@ REPORT_KEYS = [
     "events",
     "sim_wall_s",
 ]
-CSV_HEADER = ["jobid", "submit_s", "start_s", "end_s", "tasks", "hosts"]
+CSV_HEADER = [
+    "jobid",
+    "submit_s",
+    "start_s",
+    "end_s",
+    "tasks",
+    "hosts",
+    "times_suspended",
+    "suspended_s",
+    "killed_by_runlimit",
+    "rejected",
+]
 
 GOOD_RECORD = "1 0 5 100 4 -1 -1 4 200 -1 1 3 2 7 1 1 -1 -1"
 

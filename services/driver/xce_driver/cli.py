@@ -38,6 +38,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeElapsedCo
 from rich.table import Table
 from xce_core.errors import ConfigError
 from xce_core.plugins import PluginRegistry
+from xce_schemas import QueueSpec
 from xce_schemas.errors import describe
 
 from xce_driver.plugins import load_registry
@@ -53,7 +54,7 @@ from xce_driver.replay import (
     replay,
 )
 from xce_driver.report import Report, write_jobs_csv
-from xce_driver.simulate import SimulationResult, run_simulation
+from xce_driver.simulate import QueueFileError, SimulationResult, read_queue_file, run_simulation
 from xce_driver.workloads.lublin import generate_lublin
 from xce_driver.workloads.mapping import (
     MAX_HOSTS,
@@ -203,6 +204,12 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="MAP",
         help="trace queue numbers to queues: NUM=NAME[:PRIORITY],...,*=NAME[:PRIORITY] "
         "(a map starting with a minus: --swf-queues=-1=NAME)",
+    )
+    sim.add_argument(
+        "--queues",
+        metavar="FILE.json",
+        help="queue definitions: a JSON list of QueueSpec objects (priority, preemption, "
+        "status, run windows, limits), overriding the queue map's queues by name",
     )
     sim.add_argument(
         "--record", metavar="OUT.jsonl", help="write the recording (JSONL; .gz compresses)"
@@ -381,6 +388,23 @@ def _load_workload(args: argparse.Namespace) -> tuple[MappedWorkload, str]:
     return workload, trace.source
 
 
+def _load_queues(path: str | None) -> tuple[QueueSpec, ...]:
+    """The ``--queues`` definitions (none without the option).
+
+    Raises:
+        UserError: the file cannot be read or is not a valid list of queues; the
+            message names the option, the file, the list index and the field.
+    """
+    if path is None:
+        return ()
+    try:
+        return read_queue_file(path)
+    except QueueFileError as exc:
+        raise UserError(f"--queues {exc}") from None
+    except OSError as exc:
+        raise UserError(f"--queues {path}: {exc.strerror or exc}") from None
+
+
 def _plural(count: int, noun: str) -> str:
     return f"{count:,} {noun}" + ("" if count == 1 else "s")
 
@@ -412,6 +436,19 @@ def _print_summary(console: Console, report: Report) -> None:
         ("utilization", f"{report.utilization:.1%}"),
         ("makespan", f"{report.makespan_s:,} s ({report.makespan_s / 86400:,.1f} days)"),
         ("rounds / events", f"{report.rounds:,} / {report.events:,}"),
+        (
+            "preempted jobs / suspensions / resumes",
+            f"{report.jobs_preempted:,} / {report.suspensions:,} / {report.resumes:,}"
+            + (
+                f" ({report.jobs_left_suspended:,} left suspended)"
+                if report.jobs_left_suspended
+                else ""
+            ),
+        ),
+        (
+            "killed by run limit / rejected by a closed queue",
+            f"{report.jobs_killed_by_runlimit:,} / {report.jobs_rejected_queue_closed:,}",
+        ),
         ("decisions", ", ".join(f"{op} {n:,}" for op, n in report.decisions.items())),
         ("simulation wall time", f"{report.sim_wall_s:.2f} s"),
     ]
@@ -421,7 +458,11 @@ def _print_summary(console: Console, report: Report) -> None:
 
 
 def _run(
-    args: argparse.Namespace, workload: MappedWorkload, source: str, registry: PluginRegistry
+    args: argparse.Namespace,
+    workload: MappedWorkload,
+    source: str,
+    registry: PluginRegistry,
+    queues: tuple[QueueSpec, ...] = (),
 ) -> SimulationResult:
     """Simulate ``workload``, with a progress bar on a terminal and the recording.
 
@@ -451,6 +492,7 @@ def _run(
                 recording=recording,
                 snapshot_interval=args.record_snapshot_interval,
                 progress=lambda done: bar.update(task, completed=done),
+                queues=queues,
             )
     except BaseException:
         if recording is not None:
@@ -466,13 +508,14 @@ def simulate(args: argparse.Namespace) -> int:
     """Run ``xce-sched simulate``; returns the exit status."""
     _check_outputs(
         [("--record", args.record), ("--report", args.report), ("--jobs-out", args.jobs_out)],
-        [("--workload", args.workload)],
+        [("--workload", args.workload), ("--queues", args.queues)],
     )
     registry = load_registry()
     registry.pickers.get(args.policy)
+    queues = _load_queues(args.queues)
     workload, source = _load_workload(args)
     try:
-        result = _run(args, workload, source, registry)
+        result = _run(args, workload, source, registry, queues)
     except OSError as exc:
         if args.record and exc.filename == str(Path(args.record)):
             raise UserError(f"--record {args.record}: {exc.strerror or exc}") from None

@@ -5,7 +5,26 @@ configuration and the hosts, submits each job at its submit time (``JOBS_PUSH``)
 starts a scheduling round (``BEGIN_ROUND``), runs each dispatched job for its run
 time and then reports it finished (``JOB_STATE_CHANGE`` DONE), and turns away a job
 the core reports as larger than the cluster (``JOB_STATE_CHANGE`` EXIT), as a
-controller rejects it.
+controller rejects it. A job submitted to a queue the configuration says is closed
+is refused at submission (LSF's ``bsub`` fails), never pushed, and recorded as
+rejected.
+
+Preemption, as the hosts' workers answer it (Req 6):
+
+* ``PREEMPT``: after the round, at the same instant, each victim still running is
+  suspended (SIGTSTP): ``JOB_STATE_CHANGE`` SUSP, in the decision's victim order. Its
+  finish is called off (a stale ``FINISH`` still in the agenda is ignored: each
+  job's valid finish is the agenda entry whose ``seq`` it remembers) and it keeps
+  the run time it has left. Then a further round runs at the same instant, where
+  the core, having taken back what the victims held, can start the preemptor.
+* ``RESUME``: the core has taken the hosts back and marked the job running; the
+  job runs its remaining time from now on. Nothing is pushed (the core needs no
+  confirmation).
+* ``RUNLIMIT``: a job of a queue with ``run_limit_s`` whose run time is longer is
+  killed when its running time (time suspended does not count) reaches the
+  limit: ``JOB_STATE_CHANGE`` EXIT at that instant, recorded as killed.
+
+A suspended job is alive: the run goes on until it has been resumed and finished.
 
 The agenda is SimPy's heap: ``(ts_ns, EventPriority, seq, payload)``; ``seq`` comes
 from a counter, so ties never compare payloads and the order is the same in every
@@ -13,13 +32,14 @@ process. At one instant the order is fixed:
 
 | priority | what | why |
 |---|---|---|
-| FINISH (0) | jobs that end now give their slots back | a round at this instant sees them free |
+| FINISH (0) | jobs ending (or killed) now give slots back | a round now sees those slots free |
 | SUBMIT (1) | jobs submitted now, in one ``JOBS_PUSH`` | a round at this instant sees them |
 | ROUND (2) | ``BEGIN_ROUND`` | last, so it sees everything of this instant |
 
 Rounds come at every instant where something changed (a finish or a submission),
 or, with a round interval, on a fixed grid of that interval; a job that finishes at
-the instant it started gets a further round at that instant either way. On the grid,
+the instant it started, and a preemption whose victims were suspended, get a further
+round at that instant either way. On the grid,
 rounds stop once nothing runs, no submission is left to come and a round has seen
 the last change: further rounds could decide nothing new, and jobs still pending
 then (no plan will ever fit them) never start, as without a round interval.
@@ -46,6 +66,10 @@ from xce_schemas import (
     JobStateChange,
     Pend,
     PendingCode,
+    Preempt,
+    QueueSpec,
+    QueueStatus,
+    Resume,
     SchedulerConfig,
     WorkersPush,
 )
@@ -67,6 +91,16 @@ class SimulationTimeError(ValueError):
     """Virtual time would pass ``END_OF_TIME_NS``; the message names the job or round."""
 
 
+class SimulationLoopError(RuntimeError):
+    """The core kept preempting at one instant without end (a core bug, never a
+    workload's fault); the message names the instant."""
+
+
+#: Why the emulator (as the controller) turned a job away: ``JobRecord.rejected_reason``.
+REJECT_LARGER_THAN_CLUSTER = "larger_than_cluster"
+REJECT_QUEUE_CLOSED = "queue_closed"
+
+
 class EventPriority(IntEnum):
     """Order of agenda items at one instant (see the module's table)."""
 
@@ -79,8 +113,21 @@ class EventPriority(IntEnum):
 class JobRecord:
     """What happened to one job in the simulation (times in s from the trace origin).
 
-    ``start_s``/``end_s`` stay None for a job that never started/finished;
-    ``rejected`` marks a job turned away as larger than the cluster.
+    Attributes:
+        jobid, submit_s, run_s, tasks: the job as submitted (``run_s``: the run time
+            it needs, s).
+        start_s: first dispatch, None for a job that never started.
+        end_s: when it finished or was killed, None for one that never ended (never
+            started, or still suspended when the run ended).
+        hosts: host names of its allocation, one per slot record.
+        rejected: turned away by the controller, never run; ``rejected_reason``
+            says why: ``larger_than_cluster`` (the core pended it as
+            ``JOB_LARGER_THAN_CLUSTER``) or ``queue_closed`` (submitted to a closed
+            queue, refused at submission).
+        times_suspended: how many times it was suspended by preemption.
+        suspended_s: seconds it spent suspended in all.
+        killed_by_runlimit: killed (EXIT) when its running time reached its
+            queue's ``run_limit_s``; its ``end_s`` is then the kill time.
     """
 
     jobid: int
@@ -91,15 +138,49 @@ class JobRecord:
     end_s: int | None = None
     hosts: tuple[str, ...] = ()
     rejected: bool = False
+    rejected_reason: str = ""
+    times_suspended: int = 0
+    suspended_s: int = 0
+    killed_by_runlimit: bool = False
+
+    @property
+    def ran_s(self) -> int | None:
+        """Seconds it ran (suspended time left out), None when it never ended."""
+        if self.start_s is None or self.end_s is None:
+            return None
+        return self.end_s - self.start_s - self.suspended_s
+
+
+@dataclass(slots=True)
+class _Run:
+    """The emulator's state of one started job (ns).
+
+    ``left_ns``: run time still to go; ``limit_left_ns``: running time before its
+    queue's run limit kills it (None: no limit); ``since_ns``: start of the
+    current stretch of running (or of suspension); ``finish_seq``: ``seq`` of the
+    agenda entry that is its valid finish (-1 while suspended).
+    """
+
+    left_ns: int
+    limit_left_ns: int | None
+    since_ns: int
+    finish_seq: int = -1
+    suspended: bool = False
 
 
 @dataclass(slots=True)
 class EmulatorStats:
-    """Counts of what crossed the core's boundary; ``done``: jobs finished or rejected."""
+    """Counts of what crossed the core's boundary.
+
+    ``done``: jobs finished (or killed) or rejected; ``suspensions``: victims
+    suspended on ``PREEMPT``; ``resumes``: jobs resumed on ``RESUME``.
+    """
 
     events: int = 0
     rounds: int = 0
     done: int = 0
+    suspensions: int = 0
+    resumes: int = 0
     decisions: dict[str, int] = field(default_factory=dict)
 
 
@@ -135,6 +216,7 @@ class ClusterEmulator:
         self._jobs = {job.jobid: job for job in jobs}
         self._hosts = tuple(hosts)
         self._config = config
+        self._queues: dict[str, QueueSpec] = {queue.name: queue for queue in config.queues}
         self._push_to_core = push
         self._origin_ns = origin_s * NS
         self._interval_ns = None if round_interval_s is None else round_interval_s * NS
@@ -145,8 +227,11 @@ class ClusterEmulator:
         self._agenda: list[tuple[int, EventPriority, int, int]] = []
         self._seq = itertools.count()
         self._decided: list[Decision] = []
+        self._runs: dict[int, _Run] = {}
         self._running = 0
         self._pending = 0
+        self._suspended = 0
+        self._stale = 0  # agenda FINISH entries called off by a suspension
         self._next_round_ns: int | None = None
         self._last_round_ns: int | None = None
         self._started = False
@@ -157,7 +242,7 @@ class ClusterEmulator:
         """Take one decision from the core (called during its session)."""
         counts = self.stats.decisions
         counts[decision.op] = counts.get(decision.op, 0) + 1
-        if decision.op in ("DISPATCH", "PEND"):
+        if decision.op != "NEW_SESSION":
             self._decided.append(decision)
 
     # --- the loop ------------------------------------------------------------------
@@ -178,11 +263,16 @@ class ClusterEmulator:
         """Run the workload to its end and return every job's record.
 
         Args:
-            progress: called with the number of jobs done (finished or rejected)
-                whenever that number changes.
+            progress: called with the number of jobs done (finished, killed or
+                rejected) whenever that number changes.
 
         The run ends when nothing is left to happen; jobs that could never start
-        (no plan ever fits) are left with ``start_s`` None.
+        (no plan ever fits) are left with ``start_s`` None, and a job suspended that
+        the core never resumed with ``end_s`` None.
+
+        Raises:
+            SimulationTimeError: virtual time would pass ``END_OF_TIME_NS``.
+            SimulationLoopError: the core kept preempting at one instant.
         """
         self.start()
         reported = 0
@@ -192,18 +282,24 @@ class ClusterEmulator:
             submitted: list[int] = []
             round_due = False
             while self._agenda and self._agenda[0][0] == now:
-                _, priority, _, jobid = heapq.heappop(self._agenda)
+                _, priority, seq, jobid = heapq.heappop(self._agenda)
                 if priority is EventPriority.FINISH:
+                    run = self._runs.get(jobid)
+                    if run is None or run.finish_seq != seq:
+                        self._stale -= 1  # called off by a suspension
+                        continue
                     finished.append(jobid)
                 elif priority is EventPriority.SUBMIT:
                     submitted.append(jobid)
                 else:
                     round_due = True
                     self._next_round_ns = None
+            if not (finished or submitted or round_due):
+                continue  # only finishes called off by a suspension: nothing happens
             for jobid in finished:
                 self._finish(now, jobid)
             if submitted:
-                self._submit(now, submitted)
+                submitted = self._submit(now, submitted)
             if self._interval_ns is None:
                 round_due = bool(finished or submitted)
             elif finished and self._last_round_ns == now:
@@ -224,63 +320,167 @@ class ClusterEmulator:
     def _ns(self, seconds: int) -> int:
         return self._origin_ns + seconds * NS
 
-    def _schedule(self, ts: int, priority: EventPriority, jobid: int) -> None:
+    def _schedule(self, ts: int, priority: EventPriority, jobid: int) -> int:
+        """Put an item in the agenda; returns its ``seq``."""
         if ts >= END_OF_TIME_NS:
             what = "submitted" if priority is EventPriority.SUBMIT else "ends"
             raise SimulationTimeError(
                 f"job {jobid} {what} at {(ts - self._origin_ns) // NS:,} s, past the end of "
                 f"virtual time ({END_OF_TIME_NS:,} ns after the epoch)"
             )
-        heapq.heappush(self._agenda, (ts, priority, next(self._seq), jobid))
+        seq = next(self._seq)
+        heapq.heappush(self._agenda, (ts, priority, seq, jobid))
+        return seq
+
+    def _s(self, ts: int) -> int:
+        """Seconds from the trace origin of the agenda time ``ts`` (ns)."""
+        return (ts - self._origin_ns) // NS
+
+    def _run_for(self, now: int, jobid: int, run: _Run) -> None:
+        """Let a job run from ``now``: its finish is when its run time or its run
+        limit is used up, whichever comes first."""
+        span = run.left_ns
+        if run.limit_left_ns is not None:
+            span = min(span, run.limit_left_ns)
+        run.since_ns = now
+        run.suspended = False
+        run.finish_seq = self._schedule(now + span, EventPriority.FINISH, jobid)
 
     def _push(self, event: CoreEvent) -> None:
         self.stats.events += 1
         self._push_to_core(event)
 
     def _finish(self, now: int, jobid: int) -> None:
-        payload = JobStateChangePayload(jobid=jobid, state=JobState.DONE)
-        self._push(JobStateChange(ts=now, payload=payload))
-        self.records[jobid].end_s = (now - self._origin_ns) // NS
+        """The job's finish is due: it ends (DONE), or its run limit kills it (EXIT)
+        when run time is still left."""
+        run = self._runs.pop(jobid)
+        killed = run.left_ns > now - run.since_ns
+        state = JobState.EXIT if killed else JobState.DONE
+        self._push(JobStateChange(ts=now, payload=JobStateChangePayload(jobid=jobid, state=state)))
+        record = self.records[jobid]
+        record.end_s = self._s(now)
+        record.killed_by_runlimit = killed
         self._running -= 1
         self.stats.done += 1
 
-    def _submit(self, now: int, jobids: list[int]) -> None:
+    def _submit(self, now: int, jobids: list[int]) -> list[int]:
+        """Submit the jobs due now in one ``JOBS_PUSH``; a job whose queue is closed
+        is refused here, as ``bsub`` refuses it, and never reaches the core (which
+        would reject the whole push). Returns the jobids submitted."""
         specs = []
         for jobid in jobids:
             job = self._jobs[jobid]
+            queue = self._queues.get(job.queue)
+            if queue is not None and queue.status is QueueStatus.CLOSED:
+                self._reject(jobid, REJECT_QUEUE_CLOSED)
+                continue
+            priority = job.priority
+            if priority is None:
+                priority = 0 if queue is None else queue.priority
             specs.append(
                 JobSpec(
                     jobid=jobid,
                     queue=job.queue,
                     user=job.user,
+                    priority=priority,
                     tasks=job.tasks,
                     resreq=job.resreq,
                     submit_ts=now,
                 )
             )
-        self._push(JobsPush(ts=now, payload=JobsPushPayload(jobs=tuple(specs))))
-        self._pending += len(jobids)
+        if specs:
+            self._push(JobsPush(ts=now, payload=JobsPushPayload(jobs=tuple(specs))))
+        self._pending += len(specs)
+        return [spec.jobid for spec in specs]
+
+    def _reject(self, jobid: int, reason: str) -> None:
+        record = self.records[jobid]
+        record.rejected = True
+        record.rejected_reason = reason
+        self.stats.done += 1
 
     def _round(self, now: int) -> None:
-        """Run one round at ``now``; act on its decisions."""
+        """Run a round at ``now`` and act on its decisions; while a round's
+        preemption suspends victims, run a further one at the same instant, so the
+        preemptor can start on what they gave back."""
+        for _ in range(_MAX_ROUNDS_PER_INSTANT):
+            if not self._one_round(now):
+                return
+        raise SimulationLoopError(
+            f"more than {_MAX_ROUNDS_PER_INSTANT:,} rounds at {self._s(now):,} s each "
+            "suspended jobs: the core keeps preempting at one instant"
+        )
+
+    def _one_round(self, now: int) -> bool:
+        """One round at ``now`` and what it decided; True when victims were suspended."""
         self._last_round_ns = now
         self.stats.rounds += 1
         self._push(BeginRound(ts=now))
         decided, self._decided = self._decided, []
+        suspended = False
         for decision in decided:
             if isinstance(decision, Dispatch):
-                record = self.records[decision.jobid]
-                record.start_s = (now - self._origin_ns) // NS
-                record.hosts = tuple(host.host for host in decision.alloc.hosts)
-                self._schedule(now + record.run_s * NS, EventPriority.FINISH, decision.jobid)
-                self._running += 1
-                self._pending -= 1
-            elif isinstance(decision, Pend) and decision.reason.main in _REJECT:
-                payload = JobStateChangePayload(jobid=decision.jobid, state=JobState.EXIT)
-                self._push(JobStateChange(ts=now, payload=payload))
-                self.records[decision.jobid].rejected = True
-                self._pending -= 1
-                self.stats.done += 1
+                self._dispatch(now, decision)
+            elif isinstance(decision, Pend):
+                if decision.reason.main in _REJECT:
+                    payload = JobStateChangePayload(jobid=decision.jobid, state=JobState.EXIT)
+                    self._push(JobStateChange(ts=now, payload=payload))
+                    self._reject(decision.jobid, REJECT_LARGER_THAN_CLUSTER)
+                    self._pending -= 1
+            elif isinstance(decision, Preempt):
+                for victim in decision.victim_jobids:
+                    suspended |= self._suspend(now, victim)
+            elif isinstance(decision, Resume):
+                self._resume(now, decision.jobid)
+        return suspended
+
+    def _dispatch(self, now: int, decision: Dispatch) -> None:
+        jobid = decision.jobid
+        record = self.records[jobid]
+        record.start_s = self._s(now)
+        record.hosts = tuple(host.host for host in decision.alloc.hosts)
+        queue = self._queues.get(self._jobs[jobid].queue)
+        limit = None if queue is None or queue.run_limit_s is None else queue.run_limit_s * NS
+        run = self._runs[jobid] = _Run(record.run_s * NS, limit, now)
+        self._run_for(now, jobid, run)
+        self._running += 1
+        self._pending -= 1
+
+    def _suspend(self, now: int, jobid: int) -> bool:
+        """Suspend a victim still running (SIGTSTP): ``JOB_STATE_CHANGE`` SUSP, its
+        finish called off, its remaining run time kept. False when it no longer runs
+        (finished, or already suspended): a worker has nothing to stop."""
+        run = self._runs.get(jobid)
+        if run is None or run.suspended:
+            return False
+        ran = now - run.since_ns
+        run.left_ns -= ran
+        if run.limit_left_ns is not None:
+            run.limit_left_ns -= ran
+        run.since_ns = now
+        run.suspended = True
+        run.finish_seq = -1
+        self._stale += 1
+        payload = JobStateChangePayload(jobid=jobid, state=JobState.SUSP)
+        self._push(JobStateChange(ts=now, payload=payload))
+        self.records[jobid].times_suspended += 1
+        self.stats.suspensions += 1
+        self._running -= 1
+        self._suspended += 1
+        return True
+
+    def _resume(self, now: int, jobid: int) -> None:
+        """Resume a suspended job (SIGCONT): the core already holds its hosts again
+        and marks it running, so nothing is pushed; it runs its remaining time.
+        A resume of a job not suspended here changes nothing."""
+        run = self._runs.get(jobid)
+        if run is None or not run.suspended:
+            return
+        self.records[jobid].suspended_s += self._s(now) - self._s(run.since_ns)
+        self._run_for(now, jobid, run)
+        self.stats.resumes += 1
+        self._suspended -= 1
+        self._running += 1
 
     def _on_grid(self, ts: int) -> bool:
         assert self._interval_ns is not None
@@ -289,10 +489,14 @@ class ClusterEmulator:
     def _plan_grid_round(self, now: int) -> None:
         """Keep one grid round in the agenda while jobs pend or run, and while a round
         could still decide something new (see the module docstring)."""
-        if self._next_round_ns is not None or not (self._pending or self._running):
+        alive = self._pending or self._running or self._suspended
+        if self._next_round_ns is not None or not alive:
             return
-        if not self._running and not self._agenda and self._last_round_ns == now:
-            return  # nothing runs, nothing comes: the jobs left pending never start
+        nothing_comes = len(self._agenda) == self._stale  # only called-off finishes left
+        if not self._running and nothing_comes and self._last_round_ns == now:
+            # Nothing runs, nothing comes: the jobs left pending never start (and
+            # the suspended ones are never resumed: nothing will free their hosts).
+            return
         assert self._interval_ns is not None
         base = self._origin_ns
         steps = (now - base) // self._interval_ns + 1
@@ -308,3 +512,8 @@ class ClusterEmulator:
 
 #: Pending reasons a controller answers by rejecting the job: it can never run here.
 _REJECT = frozenset({PendingCode.JOB_LARGER_THAN_CLUSTER})
+
+#: Rounds at one instant that each suspend victims before the emulator gives up on a
+#: core that keeps preempting (every such round suspends at least one running job,
+#: so a sane core stops far below this).
+_MAX_ROUNDS_PER_INSTANT = 100_000

@@ -3,10 +3,21 @@
 Definitions (the usual ones of the job-scheduling literature, e.g. Feitelson et al.,
 "Parallel job scheduling — a status report", JSSPP 2004):
 
-* wait time = start − submit (s), over jobs that started;
-* bounded slowdown = max(1, (wait + run) / max(run, τ)), τ = 10 s, over finished jobs;
+* wait time = start − submit (s), over jobs that started (the first dispatch: a
+  job preempted later does not wait again);
+* bounded slowdown = max(1, response / max(run, τ)), τ = 10 s, over finished jobs,
+  where response = end − submit (wait + run + time suspended) and run is the time
+  it actually ran (up to its run limit when killed);
 * makespan = last end − first submit (s);
-* utilization = Σ run × tasks / (cluster slots × makespan), over finished jobs.
+* utilization = Σ run × tasks / (cluster slots × makespan), over finished jobs
+  (time suspended holds no slots and is left out).
+
+Preemption and limits: ``suspensions`` counts every suspension of a running job by
+preemption, ``jobs_preempted`` the jobs suspended at least once, ``resumes`` the
+suspended jobs resumed, ``jobs_left_suspended`` those still suspended when the run
+ended (never resumed), ``jobs_killed_by_runlimit`` the jobs killed at their queue's
+run limit (counted as finished). ``jobs_rejected`` counts every job the controller
+turned away, ``jobs_rejected_queue_closed`` those submitted to a closed queue.
 
 A mean, median or maximum over no jobs at all (no job started, or none finished) is
 None (``null`` in JSON, "n/a" in the summary), never a made-up 0.
@@ -20,7 +31,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from xce_driver.emulator import JobRecord
+from xce_driver.emulator import REJECT_QUEUE_CLOSED, JobRecord
 
 #: τ of the bounded slowdown, s.
 SLOWDOWN_BOUND_S = 10
@@ -44,6 +55,12 @@ class Report:
     jobs_skipped: int
     jobs_rejected: int
     jobs_never_started: int
+    jobs_rejected_queue_closed: int
+    jobs_killed_by_runlimit: int
+    jobs_preempted: int
+    suspensions: int
+    resumes: int
+    jobs_left_suspended: int
     mean_wait_s: float | None
     median_wait_s: float | None
     max_wait_s: int | None
@@ -79,20 +96,18 @@ def summarize(
     """
     records = list(records)
     started = [r for r in records if r.start_s is not None]
-    finished = [r for r in started if r.end_s is not None]
+    ran = [(r, r.ran_s, r.end_s) for r in started if r.ran_s is not None and r.end_s is not None]
     waits = [r.start_s - r.submit_s for r in started if r.start_s is not None]
-    slowdowns = [
-        max(1.0, (r.start_s - r.submit_s + r.run_s) / max(r.run_s, SLOWDOWN_BOUND_S))
-        for r in finished
-        if r.start_s is not None
-    ]
+    slowdowns = [max(1.0, (end - r.submit_s) / max(run, SLOWDOWN_BOUND_S)) for r, run, end in ran]
     makespan = 0
     work = 0
-    if finished:
+    if ran:
         first_submit = min(r.submit_s for r in records)
-        makespan = max(r.end_s for r in finished if r.end_s is not None) - first_submit
-        work = sum(r.run_s * r.tasks for r in finished)
+        makespan = max(end for _, _, end in ran) - first_submit
+        work = sum(run * r.tasks for r, run, _ in ran)
     rejected = sum(r.rejected for r in records)
+    suspensions = sum(r.times_suspended for r in records)
+    left_suspended = len(started) - len(ran)
     return Report(
         workload=workload,
         policy=policy,
@@ -100,10 +115,16 @@ def summarize(
         slots=slots,
         jobs_total=len(records) + skipped,
         jobs_started=len(started),
-        jobs_finished=len(finished),
+        jobs_finished=len(ran),
         jobs_skipped=skipped,
         jobs_rejected=rejected,
         jobs_never_started=len(records) - len(started) - rejected,
+        jobs_rejected_queue_closed=sum(r.rejected_reason == REJECT_QUEUE_CLOSED for r in records),
+        jobs_killed_by_runlimit=sum(r.killed_by_runlimit for r in records),
+        jobs_preempted=sum(r.times_suspended > 0 for r in records),
+        suspensions=suspensions,
+        resumes=suspensions - left_suspended,
+        jobs_left_suspended=left_suspended,
         mean_wait_s=round(statistics.fmean(waits), 3) if waits else None,
         median_wait_s=float(statistics.median(waits)) if waits else None,
         max_wait_s=max(waits) if waits else None,
@@ -117,15 +138,33 @@ def summarize(
     )
 
 
+#: Columns of the per-job CSV (``--jobs-out``).
+CSV_COLUMNS = (
+    "jobid",
+    "submit_s",
+    "start_s",
+    "end_s",
+    "tasks",
+    "hosts",
+    "times_suspended",
+    "suspended_s",
+    "killed_by_runlimit",
+    "rejected",
+)
+
+
 def write_jobs_csv(records: Iterable[JobRecord], path: str | Path) -> None:
-    """Per-job CSV: ``jobid,submit_s,start_s,end_s,tasks,hosts``.
+    """Per-job CSV: ``CSV_COLUMNS``, one line per job in jobid order.
 
     Times are s from the trace origin, empty where the job never started or ended;
-    ``hosts`` is the space-separated host names of its allocation.
+    ``hosts`` is the space-separated host names of its allocation;
+    ``times_suspended`` and ``suspended_s`` (s) its preemptions; ``killed_by_runlimit``
+    1 when its queue's run limit killed it, else 0; ``rejected`` empty, or why the
+    controller turned it away (``larger_than_cluster``, ``queue_closed``).
     """
     with open(path, "w", newline="", encoding="utf-8") as handle:
         writer = csv.writer(handle)
-        writer.writerow(["jobid", "submit_s", "start_s", "end_s", "tasks", "hosts"])
+        writer.writerow(CSV_COLUMNS)
         for r in sorted(records, key=lambda record: record.jobid):
             writer.writerow(
                 [
@@ -135,5 +174,9 @@ def write_jobs_csv(records: Iterable[JobRecord], path: str | Path) -> None:
                     "" if r.end_s is None else r.end_s,
                     r.tasks,
                     " ".join(r.hosts),
+                    r.times_suspended,
+                    r.suspended_s,
+                    int(r.killed_by_runlimit),
+                    r.rejected_reason,
                 ]
             )

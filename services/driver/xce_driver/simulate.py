@@ -4,23 +4,31 @@
 ``RecordingWriter``) and returns the report and every job's record. No servers, no
 wall clock in the loop: virtual time only, so the same input gives the same
 decisions, byte for byte.
+
+``read_queue_file`` reads the queue definitions of ``xce-sched simulate --queues``:
+a JSON list of ``QueueSpec`` objects (preemption, status, run windows, limits),
+which ``scheduler_config`` merges over the queue map's ``name:priority`` queues.
 """
 
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 
+import orjson
+from pydantic import TypeAdapter, ValidationError
 from xce_core.core import SchedCore
 from xce_core.plugins import PluginRegistry
 from xce_schemas import CoreEvent, Decision, HostSpec, QueueSpec, SchedulerConfig
+from xce_schemas.errors import describe
 
 from xce_driver.emulator import ClusterEmulator, JobRecord
 from xce_driver.plugins import load_registry
 from xce_driver.recording import Recorder, RecordingWriter
 from xce_driver.report import Report, summarize
-from xce_driver.workloads.mapping import MappedWorkload
+from xce_driver.workloads.mapping import MappedWorkload, MappingError
 
 
 def host_specs(count: int, slots_per_host: int, mem_mb: float = 0.0) -> tuple[HostSpec, ...]:
@@ -33,10 +41,100 @@ def host_specs(count: int, slots_per_host: int, mem_mb: float = 0.0) -> tuple[Ho
     )
 
 
-def scheduler_config(workload: MappedWorkload, policy: str) -> SchedulerConfig:
-    """The configuration pushed first: the picker and the workload's queues."""
-    queues = tuple(QueueSpec(name=name, priority=prio) for name, prio in workload.queues.items())
-    return SchedulerConfig(job_pick_plugin=policy, queues=queues)
+class QueueFileError(ValueError):
+    """A ``--queues`` file that cannot be used; one line naming the file, the list
+    index and the field: ``q.json: [1].run_limit_s: Input should be ...``."""
+
+
+_QUEUE_LIST: TypeAdapter[list[object]] = TypeAdapter(list[object])
+
+
+def read_queue_file(path: str | Path) -> tuple[QueueSpec, ...]:
+    """Read queue definitions: a JSON list of ``QueueSpec`` objects (the wire's
+    fields: ``name``, ``priority``, ``preemptible_queues``, ``preemptible``,
+    ``preempt_policy``, ``status``, ``active``, ``run_windows``, ``max_running``,
+    ``user_slot_limit``, ``run_limit_s``, ...), validated as the core validates a
+    ``CONFIG_PUSH``.
+
+    Example file::
+
+        [{"name": "urgent", "priority": 100, "preemptible_queues": ["normal"]},
+         {"name": "normal", "priority": 30, "preemptible": true, "run_limit_s": 86400}]
+
+    Raises:
+        QueueFileError: not JSON, not a list, an entry the schema refuses (naming
+            its index and field), or a queue name defined twice.
+        OSError: the file cannot be read (``filename`` is its path).
+    """
+    where = str(path)
+    data = Path(path).read_bytes()
+    try:
+        document = orjson.loads(data)
+    except orjson.JSONDecodeError as exc:
+        raise QueueFileError(f"{where}: not JSON: {exc}") from None
+    if not isinstance(document, list):
+        raise QueueFileError(
+            f"{where}: expected a JSON list of queue definitions, not a {_json_type(document)}"
+        )
+    specs: list[QueueSpec] = []
+    first: dict[str, int] = {}
+    for index, entry in enumerate(document):
+        if not isinstance(entry, dict):
+            raise QueueFileError(
+                f"{where}: [{index}]: expected a queue definition (a JSON object), "
+                f"not a {_json_type(entry)}"
+            )
+        try:
+            spec = QueueSpec.model_validate(entry)
+        except ValidationError as exc:
+            raise QueueFileError(f"{where}: [{index}].{describe(exc)}") from None
+        if spec.name in first:
+            raise QueueFileError(
+                f"{where}: [{index}].name: queue {spec.name!r} is defined twice "
+                f"(first at [{first[spec.name]}])"
+            )
+        first[spec.name] = index
+        specs.append(spec)
+    return tuple(specs)
+
+
+def _json_type(value: object) -> str:
+    names = {dict: "object", list: "list", str: "string", bool: "boolean", type(None): "null"}
+    return names.get(type(value), "number")
+
+
+def scheduler_config(
+    workload: MappedWorkload, policy: str, queues: Sequence[QueueSpec] = ()
+) -> SchedulerConfig:
+    """The configuration pushed first: the picker and the queues.
+
+    The queues are the workload's (queue map) ``name:priority`` queues, in their
+    order, each replaced by the definition of the same name in ``queues`` when there
+    is one (its priority included); the other ``queues`` follow in their order.
+    """
+    given = {spec.name: spec for spec in queues}
+    merged = [
+        given.get(name, QueueSpec(name=name, priority=prio))
+        for name, prio in workload.queues.items()
+    ]
+    merged += [spec for spec in queues if spec.name not in workload.queues]
+    return SchedulerConfig(job_pick_plugin=policy, queues=tuple(merged))
+
+
+def check_queues(workload: MappedWorkload, config: SchedulerConfig) -> None:
+    """Every job's queue is defined by the configuration.
+
+    Raises:
+        MappingError: naming the first job (in submit order) whose queue is not.
+    """
+    names = {queue.name for queue in config.queues}
+    for job in workload.jobs:
+        if job.queue not in names:
+            known = ", ".join(queue.name for queue in config.queues) or "none"
+            raise MappingError(
+                f"job {job.jobid} is mapped to queue {job.queue!r}, which no queue "
+                f"definition gives (defined: {known})"
+            )
 
 
 @dataclass(frozen=True, slots=True)
@@ -58,6 +156,7 @@ def run_simulation(
     recording: RecordingWriter | None = None,
     snapshot_interval: int = 0,
     progress: Callable[[int], None] | None = None,
+    queues: Sequence[QueueSpec] = (),
 ) -> SimulationResult:
     """Simulate ``workload`` on its cluster with the picker ``policy``.
 
@@ -73,13 +172,21 @@ def run_simulation(
         snapshot_interval: with a recording, a further SNAPSHOT every this many
             events (0: only the first; Req 10 AC 10).
         progress: called with the number of jobs done as it grows.
+        queues: queue definitions merged over the workload's queues by name (see
+            ``scheduler_config``; ``--queues``).
 
     Raises:
-        ConfigError: ``policy`` is not a registered picker (the message lists them).
+        ConfigError: ``policy`` (or a queue's ``job_pick_plugin``) is not a
+            registered picker (the message lists them).
+        MappingError: a job is in a queue no definition gives.
     """
     registry = registry if registry is not None else load_registry()
     registry.pickers.get(policy)  # fail before any work on an unknown name
-    config = scheduler_config(workload, policy)
+    config = scheduler_config(workload, policy, queues)
+    check_queues(workload, config)
+    for queue in config.queues:
+        if queue.job_pick_plugin is not None:
+            registry.pickers.get(queue.job_pick_plugin)
     emulator: ClusterEmulator
     recorder = None if recording is None else Recorder(recording, snapshot_interval)
 

@@ -9,6 +9,16 @@ Defaults (each one overridable from the command line):
 * its run time: the trace's run time (field 4), in whole seconds;
 * its queue: ``normal``, unless a queue map sends the trace's queue numbers
   (field 15) elsewhere;
+* its job priority: its queue's priority. SWF has no job priority field, and the
+  core's preemption compares job priorities (Req 6 AC 9: a preemptor's priority must
+  be higher than its victims'), so a job inherits its queue's: with the map
+  ``1=urgent:100,*=normal:30``, an ``urgent`` job (priority 100) may preempt a
+  ``normal`` one (30) when the queue definitions allow it (``urgent`` lists
+  ``normal`` in ``preemptible_queues``, ``normal`` is ``preemptible``). Inside one
+  queue every job has the same priority, so the order there stays first come,
+  first served. The priority is resolved when the job is submitted, from the queue
+  definitions pushed to the core, so a queue redefined by ``--queues`` gives its
+  jobs its own priority (``SimJob.priority`` None);
 * records with an unknown run time (-1) or no processors are skipped and counted.
 
 A simulated job keeps the trace's job number as its jobid, so results can be compared
@@ -71,6 +81,9 @@ class SimJob:
         queue: queue name.
         user: user name (``u<user id>``, or ``nobody``).
         resreq: resource requirement string (``rusage[mem=...]`` with --swf-memory).
+        priority: job priority (LSF ``-sp``); None: its queue's priority, resolved
+            at submission from the queue definitions (SWF has no job priority;
+            see the module docstring).
     """
 
     jobid: int
@@ -80,6 +93,7 @@ class SimJob:
     queue: str
     user: str
     resreq: str = ""
+    priority: int | None = None
 
 
 @dataclass(frozen=True, slots=True)
