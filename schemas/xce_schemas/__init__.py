@@ -127,3 +127,32 @@ __all__ = [
     "pending_reason_diff",
     "pending_reason_eq",
 ]
+
+# --- the message-bus contract (live services) --------------------------------------
+from xce_schemas.bus import (
+    CORE_CHECKPOINT_KEY,
+    DEADLETTER_STREAM,
+    DECISIONS_STREAM,
+    EVENTS_STREAM,
+    CoreCheckpoint,
+    DeadLetter,
+    deadletter_subject,
+    decision_msg_id,
+    decision_subject,
+    event_subject,
+    parse_decision_msg_id,
+)
+
+__all__ += [
+    "CORE_CHECKPOINT_KEY",
+    "DEADLETTER_STREAM",
+    "DECISIONS_STREAM",
+    "EVENTS_STREAM",
+    "CoreCheckpoint",
+    "DeadLetter",
+    "deadletter_subject",
+    "decision_msg_id",
+    "decision_subject",
+    "event_subject",
+    "parse_decision_msg_id",
+]

@@ -14,6 +14,7 @@ from typing import Any
 from pydantic import TypeAdapter
 
 from xce_schemas.alloc import JobAlloc
+from xce_schemas.bus import CoreCheckpoint, DeadLetter
 from xce_schemas.decisions import Decision
 from xce_schemas.events import CoreEvent
 from xce_schemas.pending import PendingReason
@@ -22,8 +23,10 @@ from xce_schemas.snapshot import CoreSnapshot
 
 #: File name → the type it documents.
 EXPORTED: dict[str, Any] = {
+    "core_checkpoint.schema.json": CoreCheckpoint,
     "core_event.schema.json": CoreEvent,
     "core_snapshot.schema.json": CoreSnapshot,
+    "dead_letter.schema.json": DeadLetter,
     "decision.schema.json": Decision,
     "job_alloc.schema.json": JobAlloc,
     "pending_reason.schema.json": PendingReason,

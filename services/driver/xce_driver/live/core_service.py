@@ -1,0 +1,591 @@
+"""The core service: ``XCE_EVENTS`` → ``SchedCore`` → ``XCE_DECISIONS``, checkpoints in Redis.
+
+For each event, in stream order, through a durable pull consumer:
+
+1. decode and validate it (``xce_schemas``); a malformed event, or one the core
+   rejects, goes to ``xce.deadletter.core`` with the reason (DESIGN invariant 5);
+2. push it into the core, collecting its decisions;
+3. publish each decision on ``xce.decisions.<OP>``, waiting for the stream's
+   acknowledgement, with ``Nats-Msg-Id = decision_msg_id(event seq, index)``;
+4. acknowledge the event;
+5. every ``snapshot_every`` events or ``snapshot_seconds`` s, write a checkpoint
+   (``CoreCheckpoint``: the last event's sequence and ``save_snapshot(core)``) to
+   Redis in one ``SET``.
+
+**Exactly the uninterrupted decision stream after a crash.** A restarted service
+loads the checkpoint (sequence S; none: a fresh core, S = 0) and recreates its
+consumer at S + 1, so it handles again every event after S, from exactly the state
+after S (snapshot fidelity, DESIGN invariant 2): the same decisions, the same ids.
+A checkpoint is written only after the decisions of every event it covers are on
+the stream, so nothing before S is missing. Of the re-handled events' decisions,
+those already on the stream are not published again: decisions are published one
+at a time in (event seq, index) order, so the stream holds every decision up to
+its last one, whose id the service reads at start (the *watermark*) and skips up
+to. The ids also make JetStream drop any duplicate within the duplicate window
+(e.g. a publish acknowledged by the server whose acknowledgement was lost).
+Acknowledgements only tell the server what to deliver next; a lost one makes it
+redeliver an event, which the service recognizes by its sequence and skips.
+
+Only one core service may consume the stream at a time (it deletes and recreates
+its consumer at start). The core runs on its discrete clock: all time comes from
+the events' ``ts``, so a restart cannot change a decision.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import logging
+import os
+import signal
+import sys
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import nats
+import orjson
+import redis.asyncio as aioredis
+from nats.aio.client import Client as NatsClient
+from nats.aio.msg import Msg
+from nats.errors import Error as NatsError
+from nats.js import JetStreamContext
+from nats.js.api import AckPolicy, ConsumerConfig, DeliverPolicy
+from nats.js.errors import NotFoundError
+from pydantic import ValidationError
+from redis.exceptions import RedisError
+from xce_core.core import SchedCore
+from xce_core.errors import CoreError
+from xce_core.plugins import PluginRegistry
+from xce_core.snapshot import load_snapshot, save_snapshot
+from xce_schemas import CoreEvent, Decision, parse_event
+from xce_schemas.bus import (
+    CORE_CHECKPOINT_KEY,
+    CORE_SOURCE,
+    DEADLETTER_STREAM,
+    DECISIONS_STREAM,
+    EVENTS_STREAM,
+    EVENTS_SUBJECTS,
+    MSG_ID_HEADER,
+    CoreCheckpoint,
+    DeadLetter,
+    deadletter_subject,
+    decision_msg_id,
+    decision_subject,
+    event_type_of,
+    parse_decision_msg_id,
+)
+from xce_schemas.errors import describe
+
+from xce_driver.live.metrics import CoreMetrics
+from xce_driver.live.streams import DECISIONS_DUPLICATE_WINDOW_S, ensure_streams
+from xce_driver.plugins import load_registry
+
+log = logging.getLogger("xce_driver.live.core_service")
+
+#: Points where ``--fault-kill-at`` makes the service SIGKILL itself (crash tests):
+#: after publishing its N-th decision, before acknowledging its N-th event, before
+#: writing its N-th checkpoint, after writing it.
+FAULT_POINTS = ("decision", "ack", "checkpoint", "checkpointed")
+
+
+class CheckpointError(ValueError):
+    """The checkpoint in Redis cannot be used; the message names the key and why."""
+
+
+@dataclass(frozen=True)
+class CoreServiceOptions:
+    """What the core service connects to and how often it checkpoints.
+
+    Attributes:
+        nats_url: NATS server URL(s), comma-separated.
+        redis_url: Redis URL (``redis://host:port/db``).
+        snapshot_every: write a checkpoint after this many events (≥ 1).
+        snapshot_seconds: ... or once this many seconds passed since the last one with
+            events handled since, s (> 0).
+        prng_seed: seed of a fresh core's PRNG (a checkpoint carries its own).
+        durable: name of the durable consumer on ``XCE_EVENTS``.
+        checkpoint_key: the Redis key of the checkpoint.
+        fetch_batch: events fetched per request (≥ 1).
+        fetch_timeout_s: how long one fetch waits for events, s; also the longest a
+            stop request waits while the stream is idle.
+        ack_wait_s: how long the server waits for an acknowledgement before it
+            redelivers an event, s.
+        decisions_window_s: duplicate window of ``XCE_DECISIONS`` if this service
+            creates the stream, s.
+        fault: ``(point, n)``: SIGKILL this process at that point (crash tests only).
+
+    Raises:
+        ValueError: an option out of range.
+    """
+
+    nats_url: str = "nats://127.0.0.1:4222"
+    redis_url: str = "redis://127.0.0.1:6379/0"
+    snapshot_every: int = 1000
+    snapshot_seconds: float = 30.0
+    prng_seed: int = 0
+    durable: str = "xce-core"
+    checkpoint_key: str = CORE_CHECKPOINT_KEY
+    fetch_batch: int = 64
+    fetch_timeout_s: float = 0.5
+    ack_wait_s: float = 60.0
+    decisions_window_s: float = DECISIONS_DUPLICATE_WINDOW_S
+    fault: tuple[str, int] | None = None
+
+    def __post_init__(self) -> None:
+        if self.snapshot_every < 1:
+            raise ValueError(f"snapshot_every must be 1 or more, not {self.snapshot_every}")
+        if self.snapshot_seconds <= 0:
+            raise ValueError(f"snapshot_seconds must be positive, not {self.snapshot_seconds}")
+        if self.fetch_batch < 1:
+            raise ValueError(f"fetch_batch must be 1 or more, not {self.fetch_batch}")
+        if self.fetch_timeout_s <= 0 or self.ack_wait_s <= 0:
+            raise ValueError("fetch_timeout_s and ack_wait_s must be positive")
+        if self.prng_seed < 0:
+            raise ValueError(f"prng_seed must be 0 or more, not {self.prng_seed}")
+        if self.fault is not None and (self.fault[0] not in FAULT_POINTS or self.fault[1] < 1):
+            raise ValueError(f"fault must be one of {FAULT_POINTS} with a count ≥ 1")
+
+
+def decode_event(subject: str, data: bytes) -> CoreEvent | str:
+    """Decode and validate one message of ``XCE_EVENTS``.
+
+    Returns:
+        The event, or why it is rejected: one line naming the event type and field.
+    """
+    expected = event_type_of(subject)
+    if expected is None:
+        return f"subject {subject!r} names no event type (xce.events.<TYPE>)"
+    try:
+        decoded = orjson.loads(data)
+    except orjson.JSONDecodeError as exc:
+        return f"{expected} rejected: not JSON ({exc})"
+    if not isinstance(decoded, dict):
+        return f"{expected} rejected: not a JSON object"
+    if decoded.get("type") != expected:
+        return (
+            f"{expected} rejected: type: {decoded.get('type')!r} does not match "
+            f"the subject {subject}"
+        )
+    try:
+        return parse_event(decoded)
+    except ValidationError as exc:
+        return f"{expected} rejected: {describe(exc, skip=1, default='event')}"
+
+
+class CoreService:
+    """One scheduling core behind the bus (see the module docstring for the protocol).
+
+    Args:
+        options: connections and checkpoint cadence.
+        registry: plugins the configuration may name; default built-ins plus entry
+            points (``xce_driver.plugins.load_registry``).
+        metrics: where to count; default a fresh ``CoreMetrics``.
+
+    ``run`` returns when ``stop`` is set (after finishing the event at hand and
+    writing a last checkpoint).
+    """
+
+    def __init__(
+        self,
+        options: CoreServiceOptions,
+        *,
+        registry: PluginRegistry | None = None,
+        metrics: CoreMetrics | None = None,
+    ) -> None:
+        self.options = options
+        self.registry = registry if registry is not None else load_registry()
+        self.metrics = metrics if metrics is not None else CoreMetrics()
+        self._out: list[Decision] = []
+        self.core = SchedCore(self._out.append, options.prng_seed, registry=self.registry)
+        #: The stream sequence of the last event handled (0: none).
+        self.seq = 0
+        #: The stream sequence the last checkpoint covers.
+        self.checkpoint_seq = 0
+        self._watermark: tuple[int, int] | None = None
+        self._last_checkpoint = time.monotonic()
+        self._faults = dict.fromkeys(FAULT_POINTS, 0)
+        self._stop = asyncio.Event()
+        self._nc: NatsClient | None = None
+        self._js: JetStreamContext | None = None
+        self._redis: aioredis.Redis | None = None
+
+    # --- lifecycle -------------------------------------------------------------------
+
+    async def run(self, stop: asyncio.Event | None = None) -> None:
+        """Connect, restore the checkpoint and handle events until ``stop`` is set.
+
+        Raises:
+            nats.errors.Error, redis.exceptions.RedisError: a server cannot be reached
+                at start (later outages are waited out and retried).
+            CheckpointError: the checkpoint in Redis cannot be loaded (the service
+                refuses to guess; delete the key to start afresh).
+        """
+        if stop is not None:
+            self._stop = stop
+        nc = self._nc = await nats.connect(
+            self.options.nats_url,
+            name="xce-core-service",
+            max_reconnect_attempts=-1,
+            reconnect_time_wait=0.2,
+            error_cb=self._nats_error,
+            disconnected_cb=self._nats_disconnected,
+            reconnected_cb=self._nats_reconnected,
+        )
+        self._js = nc.jetstream()
+        self._redis = aioredis.Redis.from_url(self.options.redis_url)
+        try:
+            await ensure_streams(self._js, self.options.decisions_window_s)
+            await self._restore()
+            self._watermark = await self._read_watermark()
+            await self._loop()
+            await self._checkpoint()
+        finally:
+            await self._redis.aclose()
+            if not nc.is_closed:
+                await nc.close()
+
+    def stop(self) -> None:
+        """Ask ``run`` to return once the event at hand is done."""
+        self._stop.set()
+
+    async def _nats_error(self, exc: Exception) -> None:
+        log.warning("nats: %s", exc)
+
+    async def _nats_disconnected(self) -> None:
+        log.warning("disconnected from NATS; reconnecting")
+
+    async def _nats_reconnected(self) -> None:
+        log.info("reconnected to NATS")
+
+    # --- start: checkpoint, watermark, consumer ----------------------------------------
+
+    async def _restore(self) -> None:
+        assert self._redis is not None
+        raw = await self._redis.get(self.options.checkpoint_key)
+        if raw is None:
+            log.info("no checkpoint under %s: a fresh core", self.options.checkpoint_key)
+            return
+        key = self.options.checkpoint_key
+        try:
+            checkpoint = CoreCheckpoint.model_validate_json(raw)
+        except ValidationError as exc:
+            why = describe(exc, default="document")
+            raise CheckpointError(f"checkpoint {key}: {why}") from None
+        if checkpoint.stream != EVENTS_STREAM:
+            raise CheckpointError(
+                f"checkpoint {key} counts in stream {checkpoint.stream}, not {EVENTS_STREAM}"
+            )
+        try:
+            self.core = load_snapshot(checkpoint.snapshot, self._out.append, registry=self.registry)
+        except CoreError as exc:  # SnapshotError, or a picker this install lacks
+            raise CheckpointError(f"checkpoint {key}: {exc}") from None
+        self.seq = self.checkpoint_seq = checkpoint.seq
+        self.metrics.checkpoint_seq.set(checkpoint.seq)
+        log.info("restored the checkpoint at event seq %d", checkpoint.seq)
+
+    async def _read_watermark(self) -> tuple[int, int] | None:
+        """The id of the last decision on the stream: everything up to it is there."""
+        assert self._js is not None
+        info = await self._js.stream_info(DECISIONS_STREAM)
+        last = info.state.last_seq
+        if not last:
+            return None
+        try:
+            msg = await self._js.get_msg(DECISIONS_STREAM, seq=last)
+        except NotFoundError:
+            log.warning("last decision (seq %d) is gone: relying on de-duplication", last)
+            return None
+        msg_id = (msg.headers or {}).get(MSG_ID_HEADER, "")
+        mark = parse_decision_msg_id(msg_id)
+        if mark is None:
+            log.warning("last decision has id %r, not a core's: relying on de-duplication", msg_id)
+        else:
+            log.info("decisions already published up to event seq %d, index %d", *mark)
+        return mark
+
+    async def _subscribe(self) -> JetStreamContext.PullSubscription:
+        """The durable consumer, recreated to start right after the checkpoint."""
+        assert self._js is not None
+        js, durable = self._js, self.options.durable
+        with contextlib.suppress(NotFoundError):
+            await js.delete_consumer(EVENTS_STREAM, durable)
+        info = await js.stream_info(EVENTS_STREAM)
+        if info.state.last_seq < self.seq:
+            log.error(
+                "the checkpoint is at event seq %d, past the end of %s (%d): was the stream "
+                "recreated? Delete %s to start afresh",
+                self.seq,
+                EVENTS_STREAM,
+                info.state.last_seq,
+                self.options.checkpoint_key,
+            )
+        if info.state.first_seq > self.seq + 1 and info.state.messages:
+            log.error(
+                "events %d..%d are no longer in %s: the core misses them",
+                self.seq + 1,
+                info.state.first_seq - 1,
+                EVENTS_STREAM,
+            )
+        config = ConsumerConfig(
+            durable_name=durable,
+            deliver_policy=DeliverPolicy.BY_START_SEQUENCE,
+            opt_start_seq=self.seq + 1,
+            ack_policy=AckPolicy.EXPLICIT,
+            ack_wait=self.options.ack_wait_s,
+            filter_subject=EVENTS_SUBJECTS,
+            max_ack_pending=max(1000, self.options.fetch_batch),
+        )
+        await js.add_consumer(EVENTS_STREAM, config)
+        return await js.pull_subscribe_bind(durable=durable, stream=EVENTS_STREAM)
+
+    # --- the loop ----------------------------------------------------------------------
+
+    async def _loop(self) -> None:
+        sub = await self._subscribe()
+        options = self.options
+        while not self._stop.is_set():
+            try:
+                msgs = await sub.fetch(options.fetch_batch, timeout=options.fetch_timeout_s)
+            except TimeoutError:
+                msgs = []
+            except NatsError as exc:
+                log.warning("fetch failed (%s); retrying", exc)
+                await self._pause(options.fetch_timeout_s)
+                continue
+            for msg in msgs:
+                if self._stop.is_set():
+                    break  # not acknowledged: a restart starts after the checkpoint
+                await self._handle(msg)
+            if self._checkpoint_due():
+                await self._checkpoint()
+
+    async def _pause(self, seconds: float) -> None:
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(self._stop.wait(), seconds)
+
+    async def _handle(self, msg: Msg) -> None:
+        metadata = msg.metadata
+        seq = metadata.sequence.stream
+        if seq <= self.seq:  # a redelivery of an event already handled
+            await msg.ack()
+            return
+        if seq != self.seq + 1:
+            log.warning("event seq %d follows %d: the ones between are missing", seq, self.seq)
+        event = decode_event(msg.subject, msg.data)
+        self._out.clear()
+        reason = event if isinstance(event, str) else self._apply(event)
+        for index, decision in enumerate(self._out):
+            await self._publish_decision(seq, index, decision)
+        if reason is not None:
+            await self._dead_letter(msg, seq, reason)
+        self._fault("ack")
+        await msg.ack()
+        self.seq = seq
+        self.metrics.events.inc()
+        self.metrics.events_seq.set(seq)
+        self.metrics.events_waiting.set(metadata.num_pending)
+        self.metrics.event_lag.set(max(0.0, time.time() - metadata.timestamp.timestamp()))
+        if self.seq - self.checkpoint_seq >= self.options.snapshot_every:
+            await self._checkpoint()
+
+    def _apply(self, event: CoreEvent) -> str | None:
+        """Push ``event`` into the core; the reason it was rejected, or None."""
+        core, metrics = self.core, self.metrics
+        hits = core.cache_hits
+        started = time.perf_counter()
+        try:
+            core.push_event(event)
+        except CoreError as exc:
+            return str(exc)
+        except Exception as exc:  # a bug: reported and dead-lettered, never a stop
+            log.exception("%s at ts=%d failed inside the core", event.type, event.ts)
+            return f"{event.type} failed inside the core: {exc!r}"
+        finally:
+            if event.type == "BEGIN_ROUND":
+                metrics.round_duration.observe(time.perf_counter() - started)
+                metrics.rounds.inc()
+                metrics.cache_hits.inc(max(0, core.cache_hits - hits))
+                metrics.job_states(job.state for job in core.state.jobs.values())
+        return None
+
+    # --- publishing --------------------------------------------------------------------
+
+    async def _publish_decision(self, seq: int, index: int, decision: Decision) -> None:
+        if self._watermark is not None and (seq, index) <= self._watermark:
+            self.metrics.decisions_skipped.inc()
+            return
+        await self._publish(
+            decision_subject(decision.op),
+            decision.model_dump_json().encode(),
+            DECISIONS_STREAM,
+            decision_msg_id(seq, index),
+        )
+        self.metrics.decisions.labels(decision.op).inc()
+        self._fault("decision")
+
+    async def _dead_letter(self, msg: Msg, seq: int, reason: str) -> None:
+        log.warning("event seq %d dead-lettered: %s", seq, reason)
+        letter = DeadLetter(
+            subject=msg.subject,
+            reason=reason,
+            data=msg.data.decode("utf-8", errors="backslashreplace"),
+            seq=seq,
+        )
+        await self._publish(
+            deadletter_subject(CORE_SOURCE),
+            letter.model_dump_json().encode(),
+            DEADLETTER_STREAM,
+            f"xce-core:dl:{seq}",
+        )
+        self.metrics.dead_letters.inc()
+
+    async def _publish(self, subject: str, payload: bytes, stream: str, msg_id: str) -> None:
+        """Publish until the stream acknowledges it: the same id on every try, so a
+        try the server took but whose acknowledgement was lost is not stored twice."""
+        assert self._js is not None
+        delay = 0.05
+        while True:
+            try:
+                await self._js.publish(
+                    subject, payload, stream=stream, headers={MSG_ID_HEADER: msg_id}
+                )
+                return
+            except NatsError as exc:
+                if self._stop.is_set():
+                    raise
+                log.warning("publish of %s failed (%s); retrying in %.2f s", msg_id, exc, delay)
+                self.metrics.publish_retries.inc()
+                await self._pause(delay)
+                delay = min(delay * 2, 2.0)
+
+    # --- checkpoints -------------------------------------------------------------------
+
+    def _checkpoint_due(self) -> bool:
+        waited = time.monotonic() - self._last_checkpoint
+        return self.seq > self.checkpoint_seq and waited >= self.options.snapshot_seconds
+
+    async def _checkpoint(self) -> None:
+        """Write the checkpoint of the events handled so far (one atomic ``SET``)."""
+        if self.seq <= self.checkpoint_seq:
+            return
+        assert self._redis is not None
+        self._fault("checkpoint")
+        text = CoreCheckpoint(seq=self.seq, snapshot=save_snapshot(self.core)).model_dump_json()
+        self._last_checkpoint = time.monotonic()
+        try:
+            await self._redis.set(self.options.checkpoint_key, text)
+        except RedisError as exc:  # the next checkpoint tries again
+            log.warning("checkpoint at event seq %d not written: %s", self.seq, exc)
+            self.metrics.checkpoint_failures.inc()
+            return
+        self.checkpoint_seq = self.seq
+        self.metrics.checkpoints.inc()
+        self.metrics.checkpoint_seq.set(self.seq)
+        self._fault("checkpointed")
+
+    def _fault(self, point: str) -> None:
+        """SIGKILL this process at the configured fault point (crash tests only)."""
+        fault = self.options.fault
+        if fault is None or fault[0] != point:
+            return
+        self._faults[point] += 1
+        if self._faults[point] == fault[1]:
+            log.warning("fault injection: SIGKILL at %s %d", point, fault[1])
+            os.kill(os.getpid(), signal.SIGKILL)
+
+
+# --- the console script ---------------------------------------------------------------
+
+
+def _fault(text: str) -> tuple[str, int]:
+    point, _, count = text.partition(":")
+    if point not in FAULT_POINTS or not count.isdigit() or int(count) < 1:
+        raise argparse.ArgumentTypeError(f"expected POINT:N with POINT one of {FAULT_POINTS}")
+    return point, int(count)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The ``xce-core-service`` command line."""
+    parser = argparse.ArgumentParser(
+        prog="xce-core-service",
+        description="The XCE scheduling core as a service: events from NATS JetStream "
+        "(XCE_EVENTS), decisions to XCE_DECISIONS, checkpoints in Redis.",
+    )
+    parser.add_argument("--nats", default="nats://127.0.0.1:4222", help="NATS server URL")
+    parser.add_argument("--redis", default="redis://127.0.0.1:6379/0", help="Redis URL")
+    parser.add_argument(
+        "--snapshot-every", type=int, default=1000, metavar="N", help="checkpoint every N events"
+    )
+    parser.add_argument(
+        "--snapshot-seconds",
+        type=float,
+        default=30.0,
+        metavar="T",
+        help="... or every T seconds with new events (default 30)",
+    )
+    parser.add_argument(
+        "--metrics-port", type=int, default=None, metavar="P", help="serve /metrics on port P"
+    )
+    parser.add_argument("--metrics-addr", default="0.0.0.0", help="address /metrics binds")
+    parser.add_argument(
+        "--prng-seed", type=int, default=0, help="PRNG seed of a fresh core (default 0)"
+    )
+    parser.add_argument("--durable", default="xce-core", help="durable consumer name")
+    parser.add_argument("--checkpoint-key", default=CORE_CHECKPOINT_KEY, help="Redis key")
+    parser.add_argument("--log-level", default="INFO", help="DEBUG, INFO, WARNING, ERROR")
+    parser.add_argument("--fault-kill-at", type=_fault, default=None, help=argparse.SUPPRESS)
+    return parser
+
+
+async def _serve(options: CoreServiceOptions, metrics_port: int | None, addr: str) -> None:
+    metrics = CoreMetrics()
+    server = metrics.serve(metrics_port, addr) if metrics_port is not None else None
+    service = CoreService(options, metrics=metrics)
+    loop = asyncio.get_running_loop()
+    for signum in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(signum, service.stop)
+    try:
+        await service.run()
+    finally:
+        if server is not None:
+            server.shutdown()
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the core service until SIGTERM or SIGINT; exit status 0 after a clean stop,
+    2 on a bad option or an unusable checkpoint, 1 when a server cannot be reached."""
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    logging.basicConfig(
+        level=args.log_level.upper(),
+        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+        stream=sys.stderr,
+    )
+    try:
+        options = CoreServiceOptions(
+            nats_url=args.nats,
+            redis_url=args.redis,
+            snapshot_every=args.snapshot_every,
+            snapshot_seconds=args.snapshot_seconds,
+            prng_seed=args.prng_seed,
+            durable=args.durable,
+            checkpoint_key=args.checkpoint_key,
+            fault=args.fault_kill_at,
+        )
+    except ValueError as exc:
+        parser.error(str(exc))
+    try:
+        asyncio.run(_serve(options, args.metrics_port, args.metrics_addr))
+    except (CheckpointError, CoreError) as exc:
+        print(f"xce-core-service: error: {exc}", file=sys.stderr)
+        return 2
+    except (NatsError, RedisError, OSError) as exc:
+        print(f"xce-core-service: error: {exc}", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,92 @@
+"""The JetStream streams of the live services, declared idempotently.
+
+Every service that publishes or consumes calls ``ensure_streams`` at start; a stream
+that already exists is left as its operator configured it.
+"""
+
+from __future__ import annotations
+
+import logging
+
+from nats.js import JetStreamContext
+from nats.js.api import RetentionPolicy, StorageType, StreamConfig
+from nats.js.errors import BadRequestError, NotFoundError
+from xce_schemas.bus import (
+    DEADLETTER_STREAM,
+    DEADLETTER_SUBJECTS,
+    DECISIONS_STREAM,
+    DECISIONS_SUBJECTS,
+    EVENTS_STREAM,
+    EVENTS_SUBJECTS,
+)
+
+log = logging.getLogger("xce_driver.live")
+
+#: Default duplicate window of ``XCE_DECISIONS``, s: a core that restarts within it
+#: has its re-published decisions dropped by the server (its own watermark covers
+#: longer outages, see ``core_service``).
+DECISIONS_DUPLICATE_WINDOW_S = 3600.0
+#: Default duplicate window of ``XCE_EVENTS``, s, for publishers that set message ids.
+EVENTS_DUPLICATE_WINDOW_S = 120.0
+
+
+def stream_configs(decisions_window_s: float = DECISIONS_DUPLICATE_WINDOW_S) -> list[StreamConfig]:
+    """The three streams: events, decisions, dead letters (file storage, limits
+    retention, nothing expires).
+
+    Args:
+        decisions_window_s: duplicate window of ``XCE_DECISIONS``, s (> 0).
+
+    Raises:
+        ValueError: a window of 0 or less.
+    """
+    if decisions_window_s <= 0:
+        raise ValueError(f"duplicate window must be positive, not {decisions_window_s} s")
+
+    def config(name: str, subject: str, window_s: float) -> StreamConfig:
+        return StreamConfig(
+            name=name,
+            subjects=[subject],
+            retention=RetentionPolicy.LIMITS,
+            storage=StorageType.FILE,
+            duplicate_window=window_s,
+        )
+
+    return [
+        config(EVENTS_STREAM, EVENTS_SUBJECTS, EVENTS_DUPLICATE_WINDOW_S),
+        config(DECISIONS_STREAM, DECISIONS_SUBJECTS, decisions_window_s),
+        config(DEADLETTER_STREAM, DEADLETTER_SUBJECTS, EVENTS_DUPLICATE_WINDOW_S),
+    ]
+
+
+async def ensure_streams(
+    js: JetStreamContext, decisions_window_s: float = DECISIONS_DUPLICATE_WINDOW_S
+) -> None:
+    """Create whichever of the three streams does not exist yet.
+
+    Args:
+        js: a JetStream context of a connected client.
+        decisions_window_s: duplicate window of ``XCE_DECISIONS`` when it is created, s.
+
+    Raises:
+        nats.errors.Error: the server refuses (e.g. JetStream is off) or does not answer.
+    """
+    for config in stream_configs(decisions_window_s):
+        assert config.name is not None
+        try:
+            info = await js.stream_info(config.name)
+        except NotFoundError:
+            try:
+                await js.add_stream(config)
+            except BadRequestError:
+                # Created meanwhile by another service with another configuration.
+                await js.stream_info(config.name)
+            continue
+        have = info.config.duplicate_window or 0.0
+        if have < config.duplicate_window:
+            log.warning(
+                "stream %s has a duplicate window of %g s, less than the %g s asked",
+                config.name,
+                have,
+                config.duplicate_window,
+            )

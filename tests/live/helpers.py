@@ -1,0 +1,260 @@
+"""Helpers of the live tests: a closed-loop scenario, its reference decisions, the
+bus read back, and the core service run as a real process."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import random
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import nats
+import redis.asyncio as aioredis
+from nats.js import JetStreamContext
+from nats.js.errors import NotFoundError
+from xce_core.core import SchedCore
+from xce_core.errors import CoreError
+from xce_driver.live.publish import publish_events
+from xce_driver.live.streams import ensure_streams
+from xce_schemas import (
+    BeginRound,
+    ConfigPush,
+    CoreEvent,
+    Decision,
+    Dispatch,
+    HostSpec,
+    JobSpec,
+    JobsPush,
+    JobState,
+    JobStateChange,
+    QueueSpec,
+    SchedulerConfig,
+    WorkersPush,
+)
+from xce_schemas.bus import DEADLETTER_STREAM, DECISIONS_STREAM, EVENTS_STREAM, MSG_ID_HEADER
+from xce_schemas.events import (
+    ConfigPushPayload,
+    JobsPushPayload,
+    JobStateChangePayload,
+    WorkersPushPayload,
+)
+
+NS = 1_000_000_000
+#: How long a test waits for the service to catch up, s (a loaded CI machine).
+WAIT_S = 30.0
+
+
+def scenario(rounds: int = 12, seed: int = 7) -> list[CoreEvent]:
+    """A small closed-loop workload: two queues, four 4-slot hosts, a few jobs
+    submitted before each round (every 10 s), each dispatched job DONE 5-35 s later.
+
+    The loop runs an in-process core to learn which jobs start, so the events are
+    those a controller would send.
+    """
+    rng = random.Random(seed)
+    events: list[CoreEvent] = []
+    core = SchedCore(on_decision=lambda d: out.append(d), prng_seed=0)
+    out: list[Decision] = []
+
+    def push(event: CoreEvent) -> None:
+        events.append(event)
+        core.push_event(event)
+
+    queues = (QueueSpec(name="normal", priority=30), QueueSpec(name="high", priority=50))
+    push(ConfigPush(ts=0, payload=ConfigPushPayload(config=SchedulerConfig(queues=queues))))
+    hosts = tuple(HostSpec(name=f"h{i}", slots=4) for i in range(1, 5))
+    push(WorkersPush(ts=0, payload=WorkersPushPayload(hosts=hosts)))
+    jobid = 0
+    finishes: dict[int, int] = {}  # jobid -> finish time, s
+    for step in range(rounds):
+        now = step * 10
+        for done in sorted(j for j, at in finishes.items() if at <= now):
+            del finishes[done]
+            payload = JobStateChangePayload(jobid=done, state=JobState.DONE)
+            push(JobStateChange(ts=now * NS, payload=payload))
+        specs = []
+        for _ in range(rng.randint(0, 4)):
+            jobid += 1
+            specs.append(
+                JobSpec(
+                    jobid=jobid,
+                    queue=rng.choice(("normal", "normal", "high")),
+                    user=rng.choice(("alice", "bob")),
+                    tasks=rng.randint(1, 6),
+                    resreq=rng.choice(("", "", "span[hosts=1]", "span[ptile=2]")),
+                    submit_ts=now * NS,
+                )
+            )
+        if specs:
+            push(JobsPush(ts=now * NS, payload=JobsPushPayload(jobs=tuple(specs))))
+        out.clear()
+        push(BeginRound(ts=now * NS))
+        for decision in out:
+            if isinstance(decision, Dispatch):
+                finishes[decision.jobid] = now + rng.randint(5, 35)
+    return events
+
+
+def reference_decisions(events: Sequence[CoreEvent | dict[str, Any]]) -> list[bytes]:
+    """The decisions (JSON) of an uninterrupted in-process core, seed 0 (the service's
+    default), over ``events``; events it rejects are skipped as the service skips them."""
+    out: list[Decision] = []
+    core = SchedCore(on_decision=out.append, prng_seed=0)
+    for event in events:
+        with contextlib.suppress(CoreError):
+            core.push_event(event)
+    return [d.model_dump_json().encode() for d in out]
+
+
+# --- the bus ---------------------------------------------------------------------------
+
+
+@contextlib.asynccontextmanager
+async def connected(nats_url: str) -> AsyncIterator[JetStreamContext]:
+    """A JetStream context of a fresh connection, closed at the end."""
+    nc = await nats.connect(nats_url)
+    try:
+        yield nc.jetstream()
+    finally:
+        await nc.close()
+
+
+def reset_bus(nats_url: str, redis_url: str) -> None:
+    """Delete the XCE streams (and their consumers) and empty the Redis database."""
+
+    async def reset() -> None:
+        async with connected(nats_url) as js:
+            for stream in (EVENTS_STREAM, DECISIONS_STREAM, DEADLETTER_STREAM):
+                with contextlib.suppress(NotFoundError):
+                    await js.delete_stream(stream)
+        client = aioredis.Redis.from_url(redis_url)
+        await client.flushdb()
+        await client.aclose()
+
+    asyncio.run(reset())
+
+
+async def publish(js: JetStreamContext, events: Sequence[CoreEvent]) -> list[int]:
+    """Create the streams if needed and publish ``events``; their stream sequences."""
+    await ensure_streams(js)
+    return await publish_events(js, events)
+
+
+@dataclass(frozen=True)
+class Stored:
+    """A message as a stream stores it."""
+
+    seq: int
+    subject: str
+    msg_id: str | None
+    data: bytes
+
+
+async def read_stream(js: JetStreamContext, stream: str) -> list[Stored]:
+    """Every message of ``stream``, in order."""
+    info = await js.stream_info(stream)
+    if not info.state.messages:
+        return []
+    stored = []
+    for seq in range(info.state.first_seq, info.state.last_seq + 1):
+        msg = await js.get_msg(stream, seq=seq)
+        headers = msg.headers or {}
+        assert msg.subject is not None
+        stored.append(Stored(seq, msg.subject, headers.get(MSG_ID_HEADER), msg.data or b""))
+    return stored
+
+
+async def acked_seq(js: JetStreamContext, durable: str = "xce-core") -> int:
+    """The last event sequence the core's consumer has acknowledged (0: none yet)."""
+    try:
+        info = await js.consumer_info(EVENTS_STREAM, durable)
+    except NotFoundError:
+        return 0
+    return info.ack_floor.stream_seq if info.ack_floor else 0
+
+
+async def wait_until(
+    check: Callable[[], Awaitable[bool]], what: str, timeout_s: float = WAIT_S
+) -> None:
+    """Poll ``check`` every 20 ms until it is true.
+
+    Raises:
+        AssertionError: naming ``what``, when ``timeout_s`` passes first.
+    """
+    deadline = time.monotonic() + timeout_s
+    while not await check():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out after {timeout_s} s waiting for {what}")
+        await asyncio.sleep(0.02)
+
+
+# --- the service as a process --------------------------------------------------------------
+
+
+class ServiceProcess:
+    """``python -m xce_driver.live.core_service`` as a child process, logging to a file.
+
+    Args:
+        nats_url, redis_url: the servers.
+        log: the log file (appended to).
+        extra: more command-line arguments.
+        program: the command; default ``python -m xce_driver.live.core_service``.
+    """
+
+    def __init__(
+        self,
+        nats_url: str,
+        redis_url: str,
+        log: Path,
+        *extra: str,
+        program: Sequence[str] | None = None,
+    ) -> None:
+        self.log = log
+        if program is None:
+            program = [sys.executable, "-m", "xce_driver.live.core_service"]
+        argv = [
+            *program,
+            "--nats",
+            nats_url,
+            "--redis",
+            redis_url,
+            *extra,
+        ]
+        with open(log, "ab") as handle:
+            self.proc = subprocess.Popen(
+                argv, stdout=handle, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL
+            )
+
+    def exited(self) -> int | None:
+        """The exit status (negative: killed by that signal), or None while it runs."""
+        return self.proc.poll()
+
+    def kill(self) -> None:
+        """SIGKILL it and wait for it to go."""
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGKILL)
+        self.proc.wait(timeout=10)
+
+    def terminate(self, timeout_s: float = 20.0) -> int:
+        """SIGTERM it; its exit status.
+
+        Raises:
+            subprocess.TimeoutExpired: it did not stop within ``timeout_s`` (then killed).
+        """
+        self.proc.send_signal(signal.SIGTERM)
+        try:
+            return self.proc.wait(timeout=timeout_s)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            raise
+
+    def log_text(self) -> str:
+        """Everything it logged."""
+        return self.log.read_text(errors="replace")

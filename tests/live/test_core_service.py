@@ -1,0 +1,389 @@
+"""The core service against real servers: the decisions on ``XCE_DECISIONS`` are,
+byte for byte, those of an uninterrupted in-process core, also when the service is
+killed (SIGKILL) at any point and restarted, and a malformed event is dead-lettered
+without stopping anything."""
+
+from __future__ import annotations
+
+import asyncio
+import shutil
+import signal
+import subprocess
+import sys
+import urllib.request
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import TypeVar
+
+import orjson
+import pytest
+import redis.asyncio as aioredis
+from nats.js import JetStreamContext
+from xce_core.core import SchedCore
+from xce_core.snapshot import save_snapshot
+from xce_driver.live.core_service import CoreService, CoreServiceOptions, decode_event
+from xce_driver.live.streams import ensure_streams
+from xce_schemas import CoreCheckpoint, DeadLetter, Decision, parse_decision
+from xce_schemas.bus import (
+    CORE_CHECKPOINT_KEY,
+    DEADLETTER_STREAM,
+    DECISIONS_STREAM,
+    EVENTS_STREAM,
+    parse_decision_msg_id,
+)
+
+from tests.live.helpers import (
+    ServiceProcess,
+    Stored,
+    acked_seq,
+    connected,
+    publish,
+    read_stream,
+    reference_decisions,
+    scenario,
+    wait_until,
+)
+from tests.live.servers import free_port
+
+pytestmark = [pytest.mark.nats, pytest.mark.redis]
+
+T = TypeVar("T")
+
+
+def run(coro: Awaitable[T]) -> T:
+    """Run a coroutine to its end in a fresh event loop."""
+
+    async def main() -> T:
+        return await coro
+
+    return asyncio.run(main())
+
+
+def assert_exact(stored: list[Stored], expected: list[bytes]) -> None:
+    """The decision stream is ``expected``, each once, in order, ids in order."""
+    assert len(stored) == len(expected), (
+        f"{len(stored)} decisions on the stream, {len(expected)} expected"
+    )
+    for index, (got, want) in enumerate(zip(stored, expected, strict=True)):
+        assert got.data == want, f"decision {index}: {got.data!r} != {want!r}"
+        decision = parse_decision_json(got.data)
+        assert got.subject == f"xce.decisions.{decision.op}"
+    ids = [parse_decision_msg_id(s.msg_id or "") for s in stored]
+    assert None not in ids
+    assert ids == sorted(ids) and len(set(ids)) == len(ids), "ids out of order or repeated"
+
+
+def parse_decision_json(data: bytes) -> Decision:
+    return parse_decision(orjson.loads(data))
+
+
+async def run_service(
+    js: JetStreamContext, options: CoreServiceOptions, last_seq: int
+) -> CoreService:
+    """Run an in-process service until it handled event ``last_seq``, then stop it."""
+    service = CoreService(options)
+    task = asyncio.create_task(service.run())
+
+    async def caught_up() -> bool:
+        if task.done():
+            task.result()  # raises what the service raised
+            raise AssertionError("the service stopped on its own")
+        return service.seq >= last_seq
+
+    await wait_until(caught_up, f"the service to handle event {last_seq}")
+    service.stop()
+    await task
+    return service
+
+
+async def checkpoint(redis_url: str) -> CoreCheckpoint | None:
+    client = aioredis.Redis.from_url(redis_url)
+    try:
+        raw = await client.get(CORE_CHECKPOINT_KEY)
+    finally:
+        await client.aclose()
+    return None if raw is None else CoreCheckpoint.model_validate_json(raw)
+
+
+def test_decisions_on_the_bus_equal_an_in_process_core(bus: tuple[str, str]) -> None:
+    nats_url, redis_url = bus
+    events = scenario()
+    expected = reference_decisions(events)
+    options = CoreServiceOptions(nats_url=nats_url, redis_url=redis_url, snapshot_every=5)
+
+    async def go() -> tuple[list[Stored], CoreService, CoreCheckpoint | None]:
+        async with connected(nats_url) as js:
+            seqs = await publish(js, events)
+            service = await run_service(js, options, seqs[-1])
+            return await read_stream(js, DECISIONS_STREAM), service, await checkpoint(redis_url)
+
+    stored, service, saved = run(go())
+    assert_exact(stored, expected)
+    # The checkpoint written at the stop covers every event, and is the very state
+    # of an in-process core that took the same events.
+    reference = SchedCore(on_decision=lambda d: None, prng_seed=0)
+    for event in events:
+        reference.push_event(event)
+    assert saved is not None and saved.seq == len(events)
+    assert saved.snapshot.model_dump_json() == save_snapshot(reference).model_dump_json()
+    sample = service.metrics.registry.get_sample_value
+    assert sample("xce_core_events_total") == len(events)
+    assert sample("xce_core_rounds_total") == sum(e.type == "BEGIN_ROUND" for e in events)
+    dispatches = sum(b'"op":"DISPATCH"' in d for d in expected)
+    assert sample("xce_core_decisions_total", {"op": "DISPATCH"}) == dispatches
+    assert sample("xce_core_checkpoint_seq") == len(events)
+
+
+def test_a_malformed_event_goes_to_the_dead_letter_subject_and_nothing_stops(
+    bus: tuple[str, str],
+) -> None:
+    nats_url, redis_url = bus
+    events = scenario(rounds=6)
+    unknown_queue = (
+        b'{"type":"JOBS_PUSH","ts":0,"payload":{"jobs":[{"jobid":999,"queue":"nosuch",'
+        b'"submit_ts":0}]}}'
+    )
+    bad: list[tuple[str, bytes, str]] = [  # subject, data, expected reason
+        ("xce.events.JOBS_PUSH", b"not json{", "JOBS_PUSH rejected: not JSON"),
+        ("xce.events.JOBS_PUSH", b"[1, 2]", "JOBS_PUSH rejected: not a JSON object"),
+        (
+            "xce.events.JOBS_PUSH",
+            b'{"type":"BEGIN_ROUND","ts":0}',
+            "JOBS_PUSH rejected: type: 'BEGIN_ROUND' does not match the subject",
+        ),
+        (
+            "xce.events.JOBS_PUSH",
+            b'{"type":"JOBS_PUSH","ts":0,"payload":{"jobs":[{"jobid":5,"queue":"normal",'
+            b'"tasks":"x","submit_ts":0}]}}',
+            "JOBS_PUSH rejected: payload.jobs[0].tasks",
+        ),
+        (
+            "xce.events.JOBS_PUSH",
+            unknown_queue,
+            "JOBS_PUSH rejected: payload.jobs[0].queue: unknown queue 'nosuch'",
+        ),
+        ("xce.events.NOPE", b"\xff\xfe", "subject 'xce.events.NOPE' names no event type"),
+    ]
+
+    async def go() -> tuple[list[Stored], list[Stored]]:
+        async with connected(nats_url) as js:
+            await publish(js, events[:2])  # the configuration and the hosts
+            for subject, data, _ in bad:
+                await js.publish(subject, data, stream=EVENTS_STREAM)
+            seqs = await publish(js, events[2:])
+            options = CoreServiceOptions(nats_url=nats_url, redis_url=redis_url)
+            await run_service(js, options, seqs[-1])
+            return await read_stream(js, DECISIONS_STREAM), await read_stream(js, DEADLETTER_STREAM)
+
+    decisions, letters = run(go())
+    assert_exact(decisions, reference_decisions(events))
+    assert [s.subject for s in letters] == ["xce.deadletter.core"] * len(bad)
+    parsed = [DeadLetter.model_validate_json(s.data) for s in letters]
+    for letter, (subject, data, reason), seq in zip(parsed, bad, range(3, 9), strict=True):
+        assert letter.subject == subject
+        assert letter.reason.startswith(reason), letter.reason
+        assert letter.seq == seq
+        assert letter.data == data.decode("utf-8", errors="backslashreplace")
+
+
+def test_decode_event_names_the_event_type_and_field() -> None:
+    assert decode_event("xce.events.BEGIN_ROUND", b'{"type":"BEGIN_ROUND","ts":-1}') == (
+        "BEGIN_ROUND rejected: ts: Input should be greater than or equal to 0"
+    )
+    event = decode_event("xce.events.BEGIN_ROUND", b'{"type":"BEGIN_ROUND","ts":7}')
+    assert not isinstance(event, str) and event.ts == 7
+
+
+async def until_acked(js: JetStreamContext, proc: ServiceProcess, seq: int, what: str) -> None:
+    """Wait until the running ``proc`` acknowledged event ``seq``; fail if it exits."""
+
+    async def acked() -> bool:
+        assert proc.exited() is None, f"the service exited:\n{proc.log_text()}"
+        return await acked_seq(js) >= seq
+
+    await wait_until(acked, what)
+
+
+async def until_killed(js: JetStreamContext, proc: ServiceProcess, last: int, fault: str) -> None:
+    """Wait until ``proc`` killed itself at ``fault``; fail if it caught up instead."""
+
+    async def gone() -> bool:
+        if proc.exited() is None and await acked_seq(js) >= last:
+            raise AssertionError(f"fault {fault} never happened:\n{proc.log_text()}")
+        return proc.exited() is not None
+
+    await wait_until(gone, f"the service to kill itself at {fault}")
+    assert proc.exited() == -signal.SIGKILL, proc.log_text()
+
+
+async def until_checkpointed(redis_url: str, proc: ServiceProcess, seq: int, what: str) -> None:
+    """Wait until the running ``proc`` wrote a checkpoint covering event ``seq`` (so
+    every decision up to it is on the stream); fail if it exits."""
+
+    async def covered() -> bool:
+        assert proc.exited() is None, f"the service exited:\n{proc.log_text()}"
+        saved = await checkpoint(redis_url)
+        return saved is not None and saved.seq >= seq
+
+    await wait_until(covered, what)
+
+
+def service_argv(*extra: str) -> list[str]:
+    return ["--snapshot-every", "4", "--snapshot-seconds", "60", *extra]
+
+
+#: Where each run of the crash test kills itself (SIGKILL): in the middle of an
+#: event's decisions, after its decisions but before its ack, before and after a
+#: checkpoint. Counts are per process.
+FAULTS = ("decision:3", "ack:2", "checkpoint:1", "decision:9", "checkpointed:1", "ack:7")
+
+
+def test_sigkill_at_every_critical_point_loses_and_repeats_no_decision(
+    bus: tuple[str, str], workdir: Path
+) -> None:
+    nats_url, redis_url = bus
+    events = scenario()
+    expected = reference_decisions(events)
+    log = workdir / "service.log"
+    metrics_port = free_port()
+
+    async def go() -> tuple[list[Stored], int, str]:
+        async with connected(nats_url) as js:
+            # A duplicate window shorter than a restart: only the service's own
+            # watermark can keep a re-handled event from publishing twice.
+            await ensure_streams(js, decisions_window_s=0.5)
+            seqs = await publish(js, events)
+            for fault in FAULTS:
+                argv = service_argv("--fault-kill-at", fault)
+                proc = ServiceProcess(nats_url, redis_url, log, *argv)
+                await until_killed(js, proc, seqs[-1], fault)
+            # The last run goes through the console script, with metrics.
+            script = shutil.which("xce-core-service")
+            assert script is not None, "the console script xce-core-service is not installed"
+            argv = service_argv("--metrics-port", str(metrics_port))
+            proc = ServiceProcess(nats_url, redis_url, log, *argv, program=[script])
+            await until_acked(js, proc, seqs[-1], "the last run to handle every event")
+            url = f"http://127.0.0.1:{metrics_port}/metrics"
+            text = await asyncio.to_thread(lambda: urllib.request.urlopen(url, timeout=5).read())
+            status = proc.terminate()
+            return await read_stream(js, DECISIONS_STREAM), status, text.decode()
+
+    stored, status, metrics = run(go())
+    assert_exact(stored, expected)
+    assert status == 0, (workdir / "service.log").read_text()
+    assert "xce_core_events_total" in metrics
+    assert "xce_core_round_duration_seconds_bucket" in metrics
+    saved = run(checkpoint(redis_url))
+    assert saved is not None and saved.seq == len(events)
+
+
+def test_sigkill_from_outside_while_events_stream_in(bus: tuple[str, str], workdir: Path) -> None:
+    nats_url, redis_url = bus
+    events = scenario(rounds=16, seed=11)
+    expected = reference_decisions(events)
+    log = workdir / "service.log"
+
+    async def go() -> list[Stored]:
+        async with connected(nats_url) as js:
+            proc = ServiceProcess(nats_url, redis_url, log, *service_argv())
+            kills = 0
+            for start in range(0, len(events), 6):
+                seqs = await publish(js, events[start : start + 6])
+                if start // 6 % 2 == 1:
+                    # Kill it somewhere in this chunk: once it is done with the last.
+                    await until_acked(js, proc, seqs[0] - 1, "the service to reach the chunk")
+                    proc.kill()
+                    kills += 1
+                    proc = ServiceProcess(nats_url, redis_url, log, *service_argv())
+            await until_acked(js, proc, len(events), "the service to handle every event")
+            assert proc.terminate() == 0
+            assert kills >= 3
+            return await read_stream(js, DECISIONS_STREAM)
+
+    assert_exact(run(go()), expected)
+
+
+def test_a_bad_option_is_refused() -> None:
+    result = subprocess.run(
+        [sys.executable, "-m", "xce_driver.live.core_service", "--snapshot-every", "0"],
+        capture_output=True,
+        text=True,
+        timeout=30,
+    )
+    assert result.returncode == 2
+    assert "snapshot_every must be 1 or more" in result.stderr
+
+
+def test_the_service_rides_out_a_nats_server_restart(
+    bus: tuple[str, str], workdir: Path, restart_nats: Callable[[], None]
+) -> None:
+    nats_url, redis_url = bus
+    events = scenario()
+    expected = reference_decisions(events)
+    half = len(events) // 2
+    log = workdir / "service.log"
+    argv = ["--snapshot-every", "1000", "--snapshot-seconds", "0.1"]
+
+    async def first_half() -> ServiceProcess:
+        async with connected(nats_url) as js:
+            await publish(js, events[:half])
+            proc = ServiceProcess(nats_url, redis_url, log, *argv)
+            await until_checkpointed(redis_url, proc, half, "the first half")
+            return proc
+
+    proc = run(first_half())
+    restart_nats()
+
+    async def second_half() -> list[Stored]:
+        async with connected(nats_url) as js:
+            await publish(js, events[half:])
+            # The server may lose its consumer's acknowledgements when killed (they
+            # come back after ack_wait), so progress is read from the checkpoint.
+            await until_checkpointed(redis_url, proc, len(events), "the second half")
+            assert proc.terminate() == 0
+            return await read_stream(js, DECISIONS_STREAM)
+
+    try:
+        assert_exact(run(second_half()), expected)
+    finally:
+        proc.kill()
+
+
+@pytest.mark.parametrize(
+    ("stored", "message"),
+    [
+        (b"not json", "checkpoint xce:core:snapshot: document: Invalid JSON"),
+        (
+            b'{"seq": 3, "stream": "OTHER", "snapshot": {}}',
+            "checkpoint xce:core:snapshot: snapshot",
+        ),
+    ],
+    ids=["not JSON", "no snapshot"],
+)
+def test_an_unusable_checkpoint_stops_the_service_with_a_reason(
+    bus: tuple[str, str], stored: bytes, message: str
+) -> None:
+    nats_url, redis_url = bus
+
+    async def store() -> None:
+        client = aioredis.Redis.from_url(redis_url)
+        await client.set(CORE_CHECKPOINT_KEY, stored)
+        await client.aclose()
+
+    run(store())
+    result = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "xce_driver.live.core_service",
+            "--nats",
+            nats_url,
+            "--redis",
+            redis_url,
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert result.returncode == 2, result.stderr
+    assert f"xce-core-service: error: {message}" in result.stderr
