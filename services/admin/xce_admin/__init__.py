@@ -1,0 +1,1 @@
+"""Admin HTTP API (FastAPI) and the ``xceadmin`` command line."""

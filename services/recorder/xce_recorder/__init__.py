@@ -1,0 +1,1 @@
+"""Recorder service: the ordered recording of the live stream into Redis, export to JSONL."""
