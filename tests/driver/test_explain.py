@@ -12,8 +12,8 @@ from xce_driver.recording import RecordingWriter
 from xce_driver.replay import explain_job
 from xce_driver.simulate import run_simulation
 from xce_driver.workloads.lublin import generate_lublin
-from xce_driver.workloads.mapping import map_trace
-from xce_schemas import HostReason, PendingCode, ResourceReason
+from xce_driver.workloads.mapping import MappedWorkload, SimJob, map_trace
+from xce_schemas import HostReason, PendingCode, QueueSpec, ResourceReason
 
 
 def test_render_counts_hosts_per_code_in_plain_words() -> None:
@@ -83,3 +83,27 @@ def test_cli_explain(recording: Path, capsys: pytest.CaptureFixture[str]) -> Non
     assert (
         capsys.readouterr().err == "xce-sched: error: argument JOBID: 'x' is not a whole number\n"
     )
+
+
+def test_a_preemptor_and_its_victim_are_explained(tmp_path: Path) -> None:
+    urgent = QueueSpec(name="urgent", priority=100, preemptible_queues=("normal",))
+    normal = QueueSpec(name="normal", priority=30, preemptible=True)
+    jobs = (SimJob(1, 0, 100, 1, "normal", "u1"), SimJob(2, 30, 50, 1, "urgent", "u1"))
+    mapped = MappedWorkload(jobs, 0, 1, 1, 0, {"urgent": 100, "normal": 30})
+    path = tmp_path / "preempt.jsonl"
+    with RecordingWriter(path) as writer:
+        run_simulation(mapped, source="t", recording=writer, queues=(urgent, normal))
+    preempts = [
+        line
+        for line in map(orjson.loads, path.read_bytes().splitlines())
+        if line["type"] == "DECISION" and line["payload"]["op"] == "PREEMPT"
+    ]
+    assert [p["payload"]["victim_jobids"] for p in preempts] == [[1]]
+    ts = preempts[0]["ts"]
+    # At that instant the emulator suspends job 1 and a further round starts job 2.
+    assert explain_job(path, 1, ts).endswith(
+        ": suspended by a preemption; it resumes on h001 once they have room and no "
+        "higher-priority job waits for it"
+    )
+    assert explain_job(path, 2, ts).endswith(": running on h001")
+    assert explain_job(path, 1, ts + 50 * 10**9).endswith(": running on h001")  # resumed

@@ -658,8 +658,14 @@ def explain_job(
         )
     if job.state is not JobState.PEND:
         hosts = " ".join(h.host for h in job.alloc.hosts) if job.alloc else ""
-        state = "running" if job.state is JobState.RUN else "suspended"
-        return f"job {jobid} at {when}: {state} on {hosts}"
+        if job.state is JobState.RUN:
+            return f"job {jobid} at {when}: running on {hosts}"
+        if job.preempted:
+            return (
+                f"job {jobid} at {when}: suspended by a preemption; it resumes on {hosts} "
+                "once they have room and no higher-priority job waits for it"
+            )
+        return f"job {jobid} at {when}: suspended by the controller on {hosts}"
     reason = core.explain(jobid)
     if reason is None:
         return f"job {jobid} at {when}: pending, not yet considered by a scheduling round"

@@ -10,6 +10,7 @@ import pytest
 from xce_core.core import SchedCore
 from xce_core.errors import ConfigError, EventError
 from xce_core.in_tree import in_tree_registry
+from xce_core.pending import render
 from xce_core.plugins import CoreView, JobInfo, PickerBase, PickerConfig, PreemptTrial
 from xce_core.snapshot import load_snapshot, save_snapshot
 from xce_schemas import (
@@ -457,3 +458,13 @@ def test_a_snapshot_mid_preemption_continues_with_the_same_decisions() -> None:
     assert ours == script(twin, twin_decisions)
     ops = [json.loads(line)["op"] for line in ours]
     assert ops.count("DISPATCH") == 1 and ops.count("RESUME") == 2
+
+
+def test_explain_says_a_preemptor_waits_for_its_victims_in_plain_words() -> None:
+    sc = urgent_and_normal().hosts_n(2).job(1).job(2).build()
+    sc.round(1)
+    sc.submit(job_spec(3, queue="urgent", priority=1), at_s=2)
+    sc.round(2)
+    reason = sc.core.explain(3)
+    assert reason is not None
+    assert render(reason) == "Waiting for preempted jobs to release their resources (jobs 1)"
