@@ -1,5 +1,7 @@
 """Properties over random event sequences: resources are conserved (invariant 6),
-every pending job gets exactly one decision a session, and decisions are deterministic."""
+every pending job gets at most one DISPATCH or PEND a session (a PEND only when its
+reason changed) and preempts at most once, only suspended jobs are resumed, and
+decisions are deterministic."""
 
 from __future__ import annotations
 
@@ -9,7 +11,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from xce_core.core import SchedCore
 from xce_core.snapshot import save_snapshot
-from xce_schemas import Decision, JobState
+from xce_schemas import Decision, Dispatch, JobState, Pend, Preempt, Resume
 
 from tests.core.random_events import apply, new_core, operation
 
@@ -19,13 +21,18 @@ def run(ops: list[tuple[Any, ...]], check: bool) -> list[str]:
     core = new_core(decisions)
     for step, op in enumerate(ops, start=1):
         pending = {j.jobid for j in core.state.jobs.values() if j.state is JobState.PEND}
+        suspended = {j.jobid for j in core.state.jobs.values() if j.state is JobState.SUSP}
         start = len(decisions)
         before = save_snapshot(core) if check else None
         if not apply(core, op, step) and check and op[0] != "round":
             assert save_snapshot(core) == before  # a rejected event changed nothing
         if check and op[0] == "round":
-            decided = [d.jobid for d in decisions[start + 1 :]]  # type: ignore[union-attr]
+            made = decisions[start + 1 :]
+            decided = [d.jobid for d in made if isinstance(d, Dispatch | Pend)]
             assert len(decided) == len(set(decided)) and set(decided) <= pending
+            preemptors = [d.preempting_jobid for d in made if isinstance(d, Preempt)]
+            assert len(preemptors) == len(set(preemptors)) and set(preemptors) <= pending
+            assert {d.jobid for d in made if isinstance(d, Resume)} <= suspended
             for job in core.state.jobs.values():  # every job left pending has a reason
                 assert job.state is not JobState.PEND or job.pend_reason is not None
         if check:

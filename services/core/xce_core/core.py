@@ -672,7 +672,8 @@ class SchedCore:
                     picker.on_dispatch(job.jobid)
                     emit(Dispatch(ts=event.ts, jobid=job.jobid, alloc=alloc))
                     continue
-                self._carry_out(job, plan, session)
+                if plan is not _FINAL:
+                    self._carry_out(job, plan, session)
                 reason = self._reason(cast(Unsatisfied, outcome))
                 last = job.pend_reason
                 # A PEND is news only when the reason changed (identity first).

@@ -461,10 +461,16 @@ def diagnose(request: _Request, state: ClusterState) -> Unsatisfied:
     short = request.shared_short(1)
     if short:
         return Unsatisfied(PendingCode.NOT_ENOUGH_RESOURCE, resolvable=True, resources=short)
-    selected = [h for h in state.host_order if h.status is HostStatus.OK and request.selected(h)]
-    if not selected:
+    hosts = state.host_order
+    if not any(h.status is HostStatus.OK and request.selected(h) for h in hosts):
         return Unsatisfied(PendingCode.NO_HOST_SELECTED, resolvable=True)
-    free = [h for h in selected if h.free > 0]
+    # The selected ok hosts with a free slot, from the index (it holds just those
+    # ok hosts with a free slot), not from a walk over every host.
+    free = [
+        host
+        for host in map(hosts.__getitem__, state.free_index.positions_at_least(1))
+        if request.selected(host)
+    ]
     if request.host_usages and free and not any(request.room(h, 1, True) for h in free):
         names = tuple(dict.fromkeys(resource for resource, *_ in request.host_usages))
         return Unsatisfied(PendingCode.NOT_ENOUGH_RESOURCE, resolvable=True, resources=names)
