@@ -15,7 +15,6 @@ from __future__ import annotations
 import logging
 import random
 from collections.abc import Callable, Collection, Mapping, Sequence
-from dataclasses import dataclass
 from functools import partial
 from typing import Any, cast, get_args
 
@@ -37,7 +36,6 @@ from xce_schemas import (
     Pend,
     PendingCode,
     PendingReason,
-    Preempt,
     QueueSpec,
     QueueStatus,
     QueueUpdate,
@@ -58,7 +56,7 @@ from xce_core.alloc.primary import Placement, Unsatisfied, allocate_primary
 from xce_core.alloc.records import build_records
 from xce_core.clock import Clock
 from xce_core.errors import ConfigError, EventError, PluginError, SessionCancelled
-from xce_core.in_tree import DEFAULT_PREEMPT_POLICY, in_tree_registry
+from xce_core.in_tree import in_tree_registry
 from xce_core.pending import is_cluster_wide, make_pending_reason, occupancy_reasons, reason_for
 from xce_core.plugins import (
     HostInfo,
@@ -66,11 +64,9 @@ from xce_core.plugins import (
     JobPicker,
     PickerConfig,
     PluginRegistry,
-    PreemptPolicy,
     QueueInfo,
 )
-from xce_core.preempt.resume import Waiting, has_room, suspended_by_preemption
-from xce_core.preempt.search import find_victims, safe_candidates
+from xce_core.preempt.preemptor import DROP, FINAL, Preemptor
 from xce_core.readiness import limit_hold, queue_hold
 from xce_core.resreq.model import EMPTY
 from xce_core.resreq.parser import parse_resreq
@@ -80,7 +76,6 @@ from xce_core.state import (
     EPSILON,
     ClusterState,
     Job,
-    Preemption,
     Queue,
     entries,
 )
@@ -112,35 +107,8 @@ def _validation_error(data: Mapping[str, Any], exc: ValidationError) -> EventErr
     return EventError(f"{event_type} rejected: {describe(exc, skip=1, default='event')}")
 
 
-@dataclass(frozen=True, slots=True)
-class _Plan:
-    """What a failed allocation leads to (see ``SchedCore._preemption``).
-
-    Attributes:
-        cache: the failure is final this session: it fills the unsatisfiable cache.
-        drop: forget the job's preemption record (done, given up or replaced).
-        victims: start a preemption of these jobs (PREEMPT).
-        ignored: give up the preemption: these victims did not suspend.
-    """
-
-    cache: bool
-    drop: bool = False
-    victims: tuple[int, ...] = ()
-    ignored: tuple[int, ...] = ()
-
-
-_FINAL = _Plan(cache=True)
-_WAIT = _Plan(cache=False)
-_DROP = _Plan(cache=False, drop=True)
-
 #: Not yet looked at (a queue's hold this session).
 _UNSET: Any = object()
-
-
-def _waiting(victims: Sequence[int]) -> Unsatisfied:
-    """The reason of a job waiting for its victims to suspend."""
-    detail = f"jobs {', '.join(map(str, victims))}"
-    return Unsatisfied(PendingCode.PREEMPT_WAIT, resolvable=False, detail=detail)
 
 
 class _View:
@@ -211,9 +179,7 @@ class SchedCore:
         self.events = 0
         self.cache_hits = 0  # jobs pended by the unsatisfiable-request cache (a metric)
         self.unsatisfiable_cache = unsatisfiable_cache
-        self.preemptions = 0  # PREEMPT decisions made (a metric)
-        self.preemptions_given_up = 0  # preemptions whose victims did not suspend
-        self._policies: dict[str, PreemptPolicy] = {}
+        self.preemptor = Preemptor(self.state, self.registry, self.view)
         self._session: SessionState | None = None
         self._cancellable = False
         # Pending reasons depend only on the hosts' shape: one shared object per code.
@@ -628,14 +594,14 @@ class SchedCore:
                     raise self._picker_bug(info, job)
                 tried[job.jobid] = None
                 queue = queues[job.queue]
-                plan = _FINAL
+                plan = FINAL
                 outcome: JobAlloc | Placement | Unsatisfied | None = holds.get(queue.name, _UNSET)
                 if outcome is _UNSET:
                     outcome = holds[queue.name] = queue_hold(queue, session.from_s)
                 if outcome is None and queue.limited:
                     outcome = limit_hold(state, job, queue)
                 if outcome is not None and job.jobid in state.preemptions:
-                    plan = _DROP  # held whatever room it gets: its preemption is moot
+                    plan = DROP  # held whatever room it gets: its preemption is moot
                 elif outcome is None:
                     # Req 7: a request this session already proved unsatisfiable pends
                     # at once. Within a session resources only shrink, so a hit never
@@ -662,7 +628,7 @@ class SchedCore:
                         outcome = self._allocate(job, session)
                         if outcome.__class__ is Unsatisfied:
                             if queue.preemptible_queues or preempting:
-                                outcome, plan = self._preemption(job, queue, outcome, session)
+                                outcome, plan = self.preemptor.decide(job, queue, outcome, session)
                             if plan.cache and self.unsatisfiable_cache:
                                 unsatisfiable[fingerprint] = outcome
                 # From here the job's decision is made whole: no cancellation point.
@@ -672,8 +638,8 @@ class SchedCore:
                     picker.on_dispatch(job.jobid)
                     emit(Dispatch(ts=event.ts, jobid=job.jobid, alloc=alloc))
                     continue
-                if plan is not _FINAL:
-                    self._carry_out(job, plan, session)
+                if plan is not FINAL and (preempt := self.preemptor.carry_out(job, plan, session)):
+                    emit(preempt)
                 reason = self._reason(cast(Unsatisfied, outcome))
                 last = job.pend_reason
                 # A PEND is news only when the reason changed (identity first).
@@ -710,93 +676,19 @@ class SchedCore:
 
     # --- preemption (Req 6) ---------------------------------------------------------
 
-    def _preemption(
-        self, job: Job, queue: Queue, failed: Unsatisfied, session: SessionState
-    ) -> tuple[Unsatisfied, _Plan]:
-        """What to do about a job that did not fit: wait for its preemption in
-        flight, give that up, start a new one, or nothing (the failure is final for
-        this session and goes into the cache).
+    @property
+    def preemptions(self) -> int:
+        """PREEMPT decisions made since the core started (a metric, not state)."""
+        return self.preemptor.made
 
-        Decides only; ``_carry_out`` changes the state once the decision is whole.
-        """
-        state = self.state
-        record = state.preemptions.get(job.jobid)
-        drop = record is not None
-        if record is not None:
-            running = [
-                victim
-                for victim in record.victims
-                if (other := state.jobs.get(victim)) is not None and other.state is JobState.RUN
-            ]
-            if running:
-                rounds = session.number - record.session
-                if rounds < state.config.preempt_timeout_rounds:
-                    return _waiting(running), _WAIT  # no thrash: no second preemption
-                listed = ", ".join(map(str, running))
-                detail = f"jobs {listed} still running after {rounds} rounds"
-                given_up = Unsatisfied(PendingCode.PREEMPT_GIVEN_UP, False, detail=detail)
-                return given_up, _Plan(cache=False, drop=True, ignored=tuple(running))
-        final = _Plan(cache=True, drop=drop)
-        if not failed.resolvable or not queue.preemptible_queues:
-            return failed, final
-        key = (queue.name, job.priority)
-        candidates = session.candidates.get(key)
-        if candidates is None:
-            candidates = session.candidates[key] = safe_candidates(state, job, queue)
-        if not candidates:
-            return failed, final
-        policy = self._policy(queue.preempt_policy or DEFAULT_PREEMPT_POLICY)
-        victims = find_victims(state, job, candidates, policy, self.view.check_cancel)
-        if not victims:
-            return failed, final
-        return _waiting(victims), _Plan(cache=False, drop=drop, victims=victims)
-
-    def _carry_out(self, job: Job, plan: _Plan, session: SessionState) -> None:
-        """Apply a preemption decision of ``_preemption`` (not cancellable)."""
-        state = self.state
-        if plan.drop:
-            del state.preemptions[job.jobid]
-        if plan.ignored:
-            for victim in plan.ignored:
-                state.jobs[victim].ignored_preemption = True
-            self.preemptions_given_up += 1
-            log.warning(
-                "session %d: preemption for job %d given up: jobs %s did not suspend",
-                session.number,
-                job.jobid,
-                ", ".join(map(str, plan.ignored)),
-            )
-        if plan.victims:
-            state.preemptions[job.jobid] = Preemption(job.jobid, plan.victims, session.number)
-            session.candidates.clear()  # the victims are taken now
-            self.preemptions += 1
-            self.on_decision(
-                Preempt(ts=session.start_ts, preempting_jobid=job.jobid, victim_jobids=plan.victims)
-            )
-
-    def _policy(self, name: str) -> PreemptPolicy:
-        policy = self._policies.get(name)
-        if policy is None:
-            policy = self._policies[name] = self.registry.preempt_policies.get(name)(self.view)
-        return policy
+    @property
+    def preemptions_given_up(self) -> int:
+        """Preemptions given up because their victims did not suspend (a metric)."""
+        return self.preemptor.given_up
 
     def _resume_preempted(self, session: SessionState) -> None:
-        """Resume every preempted job whose hosts have room again, unless a pending job
-        of higher priority waits for that room (RESUME, SIGCONT)."""
-        state = self.state
-        waiting: Waiting | None = None
-        for job in suspended_by_preemption(state):
-            if not has_room(state, job):
-                continue
-            if waiting is None:
-                waiting = Waiting(state)
-            if waiting.need_room_of(job):
-                continue
-            assert job.alloc is not None
-            state.hold(job.alloc, skip=job.released)
-            job.state = JobState.RUN
-            state.set_preempted(job, False)
-            state.charge(job, 1)
+        """Resume the preempted jobs whose hosts have room again (RESUME, SIGCONT)."""
+        for job in self.preemptor.resume():
             self.picker.on_job_state_change(job, JobState.RUN)
             self.on_decision(Resume(ts=session.start_ts, jobid=job.jobid))
 
