@@ -103,7 +103,7 @@ def test_a_preemptor_and_its_victim_are_explained(tmp_path: Path) -> None:
     # At that instant the emulator suspends job 1 and a further round starts job 2.
     assert explain_job(path, 1, ts).endswith(
         ": suspended by a preemption; it resumes on h001 once they have room and no "
-        "higher-priority job waits for it"
+        "higher-priority job waits for it (now: the hosts it held have no room for it yet)"
     )
     assert explain_job(path, 2, ts).endswith(": running on h001")
     assert explain_job(path, 1, ts + 50 * 10**9).endswith(": running on h001")  # resumed

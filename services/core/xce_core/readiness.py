@@ -9,6 +9,8 @@ none fills the unsatisfiable-request cache or triggers preemption.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from xce_schemas import PendingCode, in_window
 
 from xce_core.alloc.primary import Unsatisfied
@@ -26,18 +28,50 @@ def queue_hold(queue: Queue, now_s: int) -> Unsatisfied | None:
 
 
 def limit_hold(state: ClusterState, job: Job, queue: Queue) -> Unsatisfied | None:
-    """Why ``job``'s ``tasks`` slots would pass a slot limit of ``queue``, or None."""
+    """Why ``job``'s ``tasks`` slots would pass a slot limit of ``queue``, or None.
+
+    A limit counts the slots running jobs hold and those promised to the queue's
+    jobs whose preemptions are in flight (they start once their victims suspend):
+    several jobs preempting in one round cannot together pass the limit.
+    """
     slots = job.tasks
     limit = queue.max_running
-    if limit is not None and state.queue_slots.get(queue.name, 0) + slots > limit:
-        return Unsatisfied(
-            PendingCode.QUEUE_SLOT_LIMIT, resolvable=False, detail=f"limit {limit} slots"
-        )
+    if limit is not None:
+        used = state.queue_slots.get(queue.name, 0)
+        used += _promised(state, job, lambda other: other.queue == queue.name)
+        if used + slots > limit:
+            return _over(PendingCode.QUEUE_SLOT_LIMIT, slots, limit, "slots")
     limit = queue.user_slot_limit
-    if limit is not None and state.user_slots.get((queue.name, job.user), 0) + slots > limit:
-        return Unsatisfied(
-            PendingCode.QUEUE_USER_SLOT_LIMIT,
-            resolvable=False,
-            detail=f"limit {limit} slots per user",
+    if limit is not None:
+        used = state.user_slots.get((queue.name, job.user), 0)
+        used += _promised(
+            state, job, lambda other: other.queue == queue.name and other.user == job.user
         )
+        if used + slots > limit:
+            return _over(PendingCode.QUEUE_USER_SLOT_LIMIT, slots, limit, "slots per user")
     return None
+
+
+def exceeds_limits(job: Job, queue: Queue) -> bool:
+    """Whether ``job`` asks for more slots than a slot limit of ``queue`` allows at
+    all: it can never start in that queue."""
+    limits = (queue.max_running, queue.user_slot_limit)
+    return any(limit is not None and job.tasks > limit for limit in limits)
+
+
+def _promised(state: ClusterState, job: Job, same: Callable[[Job], bool]) -> int:
+    """Slots of the other jobs that ``same`` picks whose preemptions are in flight."""
+    jobs = state.jobs
+    return sum(
+        jobs[jobid].tasks
+        for jobid in state.preemptions
+        if jobid != job.jobid and jobid in jobs and same(jobs[jobid])
+    )
+
+
+def _over(code: PendingCode, slots: int, limit: int, unit: str) -> Unsatisfied:
+    if slots > limit:
+        detail = f"the job's {slots} slots exceed the limit of {limit} {unit}"
+    else:
+        detail = f"limit {limit} {unit}"
+    return Unsatisfied(code, resolvable=False, detail=detail)

@@ -661,9 +661,10 @@ def explain_job(
         if job.state is JobState.RUN:
             return f"job {jobid} at {when}: running on {hosts}"
         if job.preempted:
+            hold = core.preemptor.resume_hold(job) or "it resumes at the next round"
             return (
                 f"job {jobid} at {when}: suspended by a preemption; it resumes on {hosts} "
-                "once they have room and no higher-priority job waits for it"
+                f"once they have room and no higher-priority job waits for it (now: {hold})"
             )
         return f"job {jobid} at {when}: suspended by the controller on {hosts}"
     reason = core.explain(jobid)

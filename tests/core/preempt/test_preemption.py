@@ -468,3 +468,60 @@ def test_explain_says_a_preemptor_waits_for_its_victims_in_plain_words() -> None
     reason = sc.core.explain(3)
     assert reason is not None
     assert render(reason) == "Waiting for preempted jobs to release their resources (jobs 1)"
+
+
+# --- preemption and slot limits ---------------------------------------------------------------
+
+
+def test_preemptors_of_a_limited_queue_preempt_no_more_than_its_limit_allows() -> None:
+    sc = (
+        cluster()
+        .queue("normal", priority=30, preemptible_queues=("low",), max_running=2)
+        .queue("low", priority=10, preemptible=True)
+        .hosts_n(4)
+        .job(1, queue="low", tasks=2)
+        .job(2, queue="low", tasks=2)
+        .build()
+    )
+    sc.round(1)
+    sc.submit(job_spec(3, tasks=2, priority=5), job_spec(4, tasks=2, priority=5), at_s=10)
+    # Job 3's preemption promises it 2 slots of the queue's 2: job 4 may not preempt.
+    assert sc.round(10) == [
+        ("PREEMPT", 3, (1,)),
+        ("PEND", 3, "PREEMPT_WAIT"),
+        ("PEND", 4, "QUEUE_SLOT_LIMIT"),
+    ]
+    sc.state_change(1, JobState.SUSP, at_s=10)
+    assert sc.round(10) == [("DISPATCH", 3, ("h1", "h2"))]
+    assert running(sc, 2)  # never suspended for nothing
+    sc.finish(3, at_s=110)
+    # Job 4 (priority 5) waits for the room job 1 (priority 0) held: no resume yet.
+    assert sc.round(110) == [("DISPATCH", 4, ("h1", "h2"))]
+    sc.finish(4, at_s=210)
+    assert sc.round(210) == [("RESUME", 1, None)]
+
+
+def test_a_job_that_can_never_run_does_not_keep_a_victim_suspended() -> None:
+    sc = (
+        urgent_and_normal(max_running=8)
+        .host("h1", slots=2, mem=1000)
+        .job(1, tasks=2, resreq="rusage[mem=100]")
+        .build()
+    )
+    sc.round(1)
+    sc.submit(job_spec(2, queue="urgent", tasks=2, priority=5), at_s=2)
+    assert sc.round(2)[0] == ("PREEMPT", 2, (1,))
+    sc.state_change(1, JobState.SUSP, at_s=2)
+    sc.round(2)
+    sc.submit(
+        job_spec(3, queue="urgent", priority=9, resreq="rusage[mem=1953]"),  # no host has it
+        job_spec(4, queue="normal", tasks=9, priority=9),  # more than normal's limit of 8
+        at_s=3,
+    )
+    decided = sc.round(3)
+    assert [d[:2] for d in decided] == [("PEND", 3), ("PEND", 4)]
+    assert decided[1] == ("PEND", 4, "QUEUE_SLOT_LIMIT")
+    pend = next(d for d in sc.decisions if isinstance(d, Pend) and d.jobid == 4)
+    assert pend.reason.detail == "the job's 9 slots exceed the limit of 8 slots"
+    sc.finish(2, at_s=4)
+    assert sc.round(4)[0] == ("RESUME", 1, None)

@@ -155,7 +155,7 @@ class Preemptor:
                 continue
             if waiting is None:
                 waiting = Waiting(state)
-            if waiting.need_room_of(job):
+            if waiting.blocker(job) is not None:
                 continue
             assert job.alloc is not None
             state.hold(job.alloc, skip=job.released)
@@ -164,6 +164,20 @@ class Preemptor:
             state.charge(job, 1)
             resumed.append(job)
         return resumed
+
+    def resume_hold(self, job: Job) -> str:
+        """Why the preempted, suspended ``job`` is not resumed yet, in words (for
+        ``explain``); empty when it would resume at the next round."""
+        state = self.state
+        for record in state.preemptions.values():
+            if job.jobid in record.victims:
+                return f"the preemption for job {record.preemptor} is still in flight"
+        if not has_room(state, job):
+            return "the hosts it held have no room for it yet"
+        blocker = Waiting(state).blocker(job)
+        if blocker is not None:
+            return f"job {blocker}, of higher priority, waits for that room"
+        return ""
 
     def _policy(self, name: str) -> PreemptPolicy:
         policy = self._policies.get(name)
