@@ -23,6 +23,9 @@ Name = Annotated[str, Field(min_length=1, max_length=255, pattern=r"^[A-Za-z0-9_
 #: a boolean is refused, not converted.
 TimestampNs = Annotated[int, Strict(), Field(ge=0, lt=2**64)]
 
+#: A boolean that must be written as one (``"no"``, ``0`` or ``"off"`` are refused).
+StrictBool = Annotated[bool, Strict()]
+
 #: Job ids are unsigned 64-bit integers (strict, as ``TimestampNs``).
 JobId = Annotated[int, Strict(), Field(ge=0, lt=2**64)]
 
@@ -103,13 +106,13 @@ class QueueSpec(WireModel):
     job_pick_plugin: Name | None = None
     project_name: Name | None = None
     preemptible_queues: tuple[Name, ...] = ()
-    preemptible: bool = False
+    preemptible: StrictBool = False
     preempt_policy: Name | None = None
     status: QueueStatus = QueueStatus.OPEN
-    active: bool = True
+    active: StrictBool = True
     run_windows: tuple[RunWindow, ...] = ()
-    max_running: Count | None = None
-    user_slot_limit: Count | None = None
+    max_running: Annotated[Count, Field(ge=1)] | None = None
+    user_slot_limit: Annotated[Count, Field(ge=1)] | None = None
     run_limit_s: Annotated[int, Strict(), Field(ge=1, lt=2**63)] | None = None
 
     @field_validator("run_windows")
@@ -143,8 +146,9 @@ class SchedulerConfig(WireModel):
     preempt_timeout_rounds: Annotated[int, Strict(), Field(ge=1, le=1_000_000)] = 5
 
 
-class JobSpec(WireModel):
-    """A submitted job (``xce_job_t``).
+class JobRequest(WireModel):
+    """A job as its user asks for it, before it has a submission time: what a
+    controller sends (``xce_schemas.controller``); ``JobSpec`` adds the time.
 
     Attributes:
         jobid: the job's id, unique in the cluster.
@@ -154,7 +158,6 @@ class JobSpec(WireModel):
         priority: job priority inside its queue (higher first; LSF ``-sp``).
         tasks: number of tasks (slots) requested, ``maxTasks``.
         resreq: the resource requirement string (LSF ``-R``); empty for none.
-        submit_ts: submission time, ns; also the job's queue time.
     """
 
     jobid: JobId
@@ -164,6 +167,14 @@ class JobSpec(WireModel):
     priority: Priority = 0
     tasks: Annotated[Count, Field(ge=1)] = 1
     resreq: str = Field(default="", max_length=65536)
+
+
+class JobSpec(JobRequest):
+    """A submitted job (``xce_job_t``): the ``JobRequest`` fields (``jobid``,
+    ``queue``, ``user``, ``project``, ``priority``, ``tasks``, ``resreq``) and
+    ``submit_ts``, its submission time, ns, which is also its queue time.
+    """
+
     submit_ts: TimestampNs
 
 
@@ -219,8 +230,8 @@ class ResourceDef(WireModel):
 
     name: Name
     value_type: ResourceType = ResourceType.NUMERIC
-    consumable: bool = False
-    shared: bool = False
+    consumable: StrictBool = False
+    shared: StrictBool = False
     reserve_method: ReserveMethod | None = None
     description: str = ""
 

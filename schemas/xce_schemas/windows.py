@@ -12,7 +12,7 @@ import re
 MINUTES_PER_DAY = 24 * 60
 MINUTES_PER_WEEK = 7 * MINUTES_PER_DAY
 
-_END = re.compile(r"^(?:(\d+):)?(\d+)(?::(\d+))?$")
+_END = re.compile(r"^(?:([0-9]+):)?([0-9]+)(?::([0-9]+))?$")
 
 
 def _parse_end(window: str, text: str, weekly: bool) -> tuple[bool, int]:
