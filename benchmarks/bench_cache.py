@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import argparse
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -155,11 +156,38 @@ def measure(hosts: int, jobs: int, shape_count: int, *, cache: bool) -> tuple[fl
     return time.perf_counter() - started, scenario
 
 
+def bounded(low: int, high: int) -> Callable[[str], int]:
+    """An argparse type: a whole number from ``low`` to ``high``."""
+
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+        if not low <= value <= high:
+            raise argparse.ArgumentTypeError(f"{value} is not between {low:,} and {high:,}")
+        return value
+
+    return parse
+
+
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--jobs", type=int, default=100_000)
-    parser.add_argument("--shapes", type=int, default=200)
-    parser.add_argument("--hosts", type=int, default=5_000)
+    parser = argparse.ArgumentParser(
+        description="One round of pending jobs on a busy cluster, with and without the "
+        "unsatisfiable-request cache (Req 7)."
+    )
+    parser.add_argument(
+        "--jobs", type=bounded(1, 10_000_000), default=100_000, help="pending jobs (100,000)"
+    )
+    parser.add_argument(
+        "--shapes", type=bounded(1, 100_000), default=200, help="distinct request shapes (200)"
+    )
+    parser.add_argument(
+        "--hosts",
+        type=bounded(MODELS, 1_000_000),
+        default=5_000,
+        help=f"hosts, at least {MODELS} (one model in {MODELS} keeps free slots) (5,000)",
+    )
     args = parser.parse_args()
     on_s, on = measure(args.hosts, args.jobs, args.shapes, cache=True)
     off_s, off = measure(args.hosts, args.jobs, args.shapes, cache=False)
