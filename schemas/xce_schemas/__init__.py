@@ -156,3 +156,28 @@ __all__ += [
     "event_subject",
     "parse_decision_msg_id",
 ]
+
+# --- operations: recording control, recorder and core status (admin API) -----------
+from xce_schemas.admin import (  # noqa: E402  (a block of its own)
+    CORE_STATUS_KEY,
+    RECORDER_CONTROL_SUBJECT,
+    RECORDER_STATUS_KEY,
+    CoreStatus,
+    RecorderCommand,
+    RecorderReply,
+    RecorderStatus,
+    RecordingNameError,
+    recording_name,
+)
+
+__all__ += [
+    "CORE_STATUS_KEY",
+    "RECORDER_CONTROL_SUBJECT",
+    "RECORDER_STATUS_KEY",
+    "CoreStatus",
+    "RecorderCommand",
+    "RecorderReply",
+    "RecorderStatus",
+    "RecordingNameError",
+    "recording_name",
+]

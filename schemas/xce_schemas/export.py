@@ -15,6 +15,7 @@ from pydantic import TypeAdapter
 
 from xce_schemas.alloc import JobAlloc
 from xce_schemas.bus import CoreCheckpoint, DeadLetter
+from xce_schemas.controller import JobsSubmit
 from xce_schemas.decisions import Decision
 from xce_schemas.events import CoreEvent
 from xce_schemas.pending import PendingReason
@@ -23,6 +24,7 @@ from xce_schemas.snapshot import CoreSnapshot
 
 #: File name → the type it documents.
 EXPORTED: dict[str, Any] = {
+    "controller_jobs.schema.json": JobsSubmit,
     "core_checkpoint.schema.json": CoreCheckpoint,
     "core_event.schema.json": CoreEvent,
     "core_snapshot.schema.json": CoreSnapshot,

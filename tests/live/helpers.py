@@ -13,7 +13,7 @@ import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import nats
 import redis.asyncio as aioredis
@@ -47,6 +47,7 @@ from xce_schemas.events import (
 )
 
 NS = 1_000_000_000
+T = TypeVar("T")
 #: How long a test waits for the service to catch up, s (a loaded CI machine).
 WAIT_S = 30.0
 
@@ -100,6 +101,15 @@ def scenario(rounds: int = 12, seed: int = 7) -> list[CoreEvent]:
             if isinstance(decision, Dispatch):
                 finishes[decision.jobid] = now + rng.randint(5, 35)
     return events
+
+
+def run(coro: Awaitable[T]) -> T:
+    """Run a coroutine to its end in a fresh event loop."""
+
+    async def main() -> T:
+        return await coro
+
+    return asyncio.run(main())
 
 
 def reference_decisions(events: Sequence[CoreEvent | dict[str, Any]]) -> list[bytes]:

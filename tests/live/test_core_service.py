@@ -23,7 +23,7 @@ from xce_core.core import SchedCore
 from xce_core.snapshot import save_snapshot
 from xce_driver.live.core_service import CoreService, CoreServiceOptions, decode_event
 from xce_driver.live.streams import ensure_streams
-from xce_schemas import CoreCheckpoint, DeadLetter, Decision, parse_decision
+from xce_schemas import CoreCheckpoint, DeadLetter, Decision, JobState, parse_decision
 from xce_schemas.bus import (
     CORE_CHECKPOINT_KEY,
     DEADLETTER_STREAM,
@@ -132,6 +132,13 @@ def test_decisions_on_the_bus_equal_an_in_process_core(bus: tuple[str, str]) -> 
     dispatches = sum(b'"op":"DISPATCH"' in d for d in expected)
     assert sample("xce_core_decisions_total", {"op": "DISPATCH"}) == dispatches
     assert sample("xce_core_checkpoint_seq") == len(events)
+    # The job gauges are by queue, as the reference core's jobs are after the last round.
+    for state, name in ((JobState.PEND, "pending"), (JobState.RUN, "running")):
+        for queue in reference.state.queues:
+            count = sum(
+                job.queue == queue and job.state is state for job in reference.state.jobs.values()
+            )
+            assert (sample(f"xce_core_{name}_jobs", {"queue": queue}) or 0) == count
 
 
 def test_a_malformed_event_goes_to_the_dead_letter_subject_and_nothing_stops(

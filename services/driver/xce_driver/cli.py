@@ -21,17 +21,20 @@ Ceilings (checked before anything is built): ``--hosts`` 1,000,000 (``MAX_HOSTS`
 from __future__ import annotations
 
 import argparse
+import asyncio
 import math
 import os
 import re
 import stat
 import sys
+import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager, suppress
 from pathlib import Path
 from typing import NoReturn
 
 import orjson
+from nats.errors import Error as NatsError
 from pydantic import ValidationError
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeElapsedColumn
@@ -41,6 +44,7 @@ from xce_core.plugins import PluginRegistry
 from xce_schemas import QueueSpec
 from xce_schemas.errors import describe
 
+from xce_driver.live.emulate import LiveEmulator
 from xce_driver.plugins import load_registry
 from xce_driver.recording import RecordingWriter
 from xce_driver.replay import (
@@ -54,7 +58,15 @@ from xce_driver.replay import (
     replay,
 )
 from xce_driver.report import Report, write_jobs_csv
-from xce_driver.simulate import QueueFileError, SimulationResult, read_queue_file, run_simulation
+from xce_driver.simulate import (
+    QueueFileError,
+    SimulationResult,
+    checked_config,
+    emulation_report,
+    host_specs,
+    read_queue_file,
+    run_simulation,
+)
 from xce_driver.workloads.lublin import generate_lublin
 from xce_driver.workloads.mapping import (
     MAX_HOSTS,
@@ -127,8 +139,85 @@ def _non_negative_float(text: str) -> float:
     return value
 
 
+def _positive_float(text: str) -> float:
+    value = _non_negative_float(text)
+    if value == 0:
+        raise argparse.ArgumentTypeError(f"{show_text(text)} must be more than 0")
+    return value
+
+
 #: Nanosecond timestamps (``--sim-start-ts``, ``--sim-pause-at``): the wire's 64 bits.
 _timestamp_ns = _whole(0, 2**64 - 1, " ns")
+
+
+def _add_workload_options(sub: argparse.ArgumentParser) -> None:
+    """The options of ``simulate`` and ``emulate`` that choose the workload, its
+    cluster, its queues and the picker."""
+    sub.add_argument(
+        "--workload",
+        metavar="PATH",
+        help="SWF trace (.swf or .swf.gz); default: a generated Lublin-Feitelson workload",
+    )
+    sub.add_argument(
+        "--hosts",
+        type=_whole(1, MAX_HOSTS, " hosts"),
+        metavar="N",
+        help=f"hosts (default: the trace's MaxProcs, else MaxNodes; {DEFAULT_HOSTS} for the "
+        f"generated workload; at most {MAX_HOSTS:,})",
+    )
+    sub.add_argument(
+        "--slots-per-host",
+        type=_whole(1, MAX_SLOTS, " slots"),
+        default=1,
+        metavar="K",
+        help="slots per host (default 1; hosts × K at most 2**31 - 1)",
+    )
+    sub.add_argument(
+        "--policy", default="builtin_fcfs", metavar="NAME", help="job picker (default builtin_fcfs)"
+    )
+    sub.add_argument(
+        "--seed",
+        type=_whole(0, MAX_SEED),
+        default=1,
+        metavar="S",
+        help="seed of the generated workload and of the core's PRNG, 0 or more (default 1)",
+    )
+    sub.add_argument(
+        "--jobs",
+        type=_whole(1, MAX_JOBS, " jobs"),
+        metavar="N",
+        help=f"jobs of the generated workload (default {DEFAULT_JOBS:,}; at most {MAX_JOBS:,})",
+    )
+    sub.add_argument(
+        "--max-jobs",
+        type=_whole(1, 2**63 - 1),
+        metavar="N",
+        help="simulate only the first N trace records (or generated jobs)",
+    )
+    sub.add_argument(
+        "--swf-memory",
+        action="store_true",
+        help="reserve each job's requested memory (SWF field 10) with rusage[mem]",
+    )
+    sub.add_argument(
+        "--host-mem",
+        type=_whole(1, MAX_MEM_MB, " MB"),
+        default=0,
+        metavar="MB",
+        help="memory of each host, MB (needed with --swf-memory; at most 2**40)",
+    )
+    sub.add_argument(
+        "--swf-queues",
+        metavar="MAP",
+        help="trace queue numbers to queues: NUM=NAME[:PRIORITY],...,*=NAME[:PRIORITY] "
+        "(a map starting with a minus: --swf-queues=-1=NAME)",
+    )
+    sub.add_argument(
+        "--queues",
+        metavar="FILE.json",
+        help="queue definitions: a JSON list of QueueSpec objects (priority, preemption, "
+        "status, run windows, limits), overriding the queue map's queues by name",
+    )
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -140,76 +229,12 @@ def build_parser() -> argparse.ArgumentParser:
         help="schedule a workload in virtual time and summarize it",
         description="Schedule a workload in virtual time with the real scheduling core.",
     )
-    sim.add_argument(
-        "--workload",
-        metavar="PATH",
-        help="SWF trace (.swf or .swf.gz); default: a generated Lublin-Feitelson workload",
-    )
-    sim.add_argument(
-        "--hosts",
-        type=_whole(1, MAX_HOSTS, " hosts"),
-        metavar="N",
-        help=f"hosts (default: the trace's MaxProcs, else MaxNodes; {DEFAULT_HOSTS} for the "
-        f"generated workload; at most {MAX_HOSTS:,})",
-    )
-    sim.add_argument(
-        "--slots-per-host",
-        type=_whole(1, MAX_SLOTS, " slots"),
-        default=1,
-        metavar="K",
-        help="slots per host (default 1; hosts × K at most 2**31 - 1)",
-    )
-    sim.add_argument(
-        "--policy", default="builtin_fcfs", metavar="NAME", help="job picker (default builtin_fcfs)"
-    )
+    _add_workload_options(sim)
     sim.add_argument(
         "--round-interval",
         type=_whole(1, MAX_ROUND_INTERVAL_S, " s"),
         metavar="S",
         help="a scheduling round every S seconds (default: at every change; at most 10**9)",
-    )
-    sim.add_argument(
-        "--seed",
-        type=_whole(0, MAX_SEED),
-        default=1,
-        metavar="S",
-        help="seed of the generated workload and of the core's PRNG, 0 or more (default 1)",
-    )
-    sim.add_argument(
-        "--jobs",
-        type=_whole(1, MAX_JOBS, " jobs"),
-        metavar="N",
-        help=f"jobs of the generated workload (default {DEFAULT_JOBS:,}; at most {MAX_JOBS:,})",
-    )
-    sim.add_argument(
-        "--max-jobs",
-        type=_whole(1, 2**63 - 1),
-        metavar="N",
-        help="simulate only the first N trace records (or generated jobs)",
-    )
-    sim.add_argument(
-        "--swf-memory",
-        action="store_true",
-        help="reserve each job's requested memory (SWF field 10) with rusage[mem]",
-    )
-    sim.add_argument(
-        "--host-mem",
-        type=_whole(1, MAX_MEM_MB, " MB"),
-        default=0,
-        metavar="MB",
-        help="memory of each host, MB (needed with --swf-memory; at most 2**40)",
-    )
-    sim.add_argument(
-        "--swf-queues",
-        metavar="MAP",
-        help="trace queue numbers to queues: NUM=NAME[:PRIORITY],...,*=NAME[:PRIORITY] "
-        "(a map starting with a minus: --swf-queues=-1=NAME)",
-    )
-    sim.add_argument(
-        "--queues",
-        metavar="FILE.json",
-        help="queue definitions: a JSON list of QueueSpec objects (priority, preemption, "
-        "status, run windows, limits), overriding the queue map's queues by name",
     )
     sim.add_argument(
         "--record", metavar="OUT.jsonl", help="write the recording (JSONL; .gz compresses)"
@@ -224,6 +249,29 @@ def build_parser() -> argparse.ArgumentParser:
         help="with --record, a SNAPSHOT every N events (default 0: only the first)",
     )
     sim.add_argument("--quiet", action="store_true", help="print no summary table")
+
+    emu = commands.add_parser(
+        "emulate",
+        help="play a workload's controller and hosts against the live services (NATS)",
+        description="Play a workload's controller and hosts against the live scheduler "
+        "(xce-bridge and xce-core-service on NATS), in real time scaled by --speed.",
+    )
+    _add_workload_options(emu)
+    emu.add_argument(
+        "--speed",
+        type=_positive_float,
+        default=1.0,
+        metavar="N",
+        help="workload seconds per wall second (default 1: real time; 100: a 100 s job runs 1 s)",
+    )
+    emu.add_argument("--nats", default="nats://127.0.0.1:4222", metavar="URL", help="NATS URL")
+    emu.add_argument(
+        "--timeout",
+        type=_positive_float,
+        metavar="S",
+        help="give up (exit 1) after S wall seconds with jobs left (default: never)",
+    )
+    emu.add_argument("--quiet", action="store_true", help="print no summary table")
 
     rep = commands.add_parser(
         "replay",
@@ -413,8 +461,13 @@ def _figure(value: float | None, spec: str) -> str:
     return "n/a" if value is None else format(value, spec)
 
 
-def _print_summary(console: Console, report: Report) -> None:
-    table = Table(title=f"xce-sched simulate: {report.workload}", show_header=False)
+def _print_summary(
+    console: Console,
+    report: Report,
+    command: str = "simulate",
+    wall_label: str = "simulation wall time",
+) -> None:
+    table = Table(title=f"xce-sched {command}: {report.workload}", show_header=False)
     table.add_column("figure", style="bold")
     table.add_column("value", justify="right")
     waits = (report.mean_wait_s, report.median_wait_s, report.max_wait_s)
@@ -450,7 +503,7 @@ def _print_summary(console: Console, report: Report) -> None:
             f"{report.jobs_killed_by_runlimit:,} / {report.jobs_rejected_queue_closed:,}",
         ),
         ("decisions", ", ".join(f"{op} {n:,}" for op, n in report.decisions.items())),
-        ("simulation wall time", f"{report.sim_wall_s:.2f} s"),
+        (wall_label, f"{report.sim_wall_s:.2f} s"),
     ]
     for name, value in rows:
         table.add_row(name, value)
@@ -531,6 +584,38 @@ def simulate(args: argparse.Namespace) -> int:
             write_jobs_csv(result.records.values(), args.jobs_out)
     if not args.quiet:
         _print_summary(Console(), report)
+    return 0
+
+
+def emulate_command(args: argparse.Namespace) -> int:
+    """Run ``xce-sched emulate``; returns the exit status (1 when NATS cannot be
+    reached or ``--timeout`` passed with jobs left)."""
+    _check_outputs([], [("--workload", args.workload), ("--queues", args.queues)])
+    registry = load_registry()
+    registry.pickers.get(args.policy)
+    queues = _load_queues(args.queues)
+    workload, source = _load_workload(args)
+    config = checked_config(workload, args.policy, queues, registry)
+    hosts = host_specs(workload.hosts, workload.slots_per_host, workload.host_mem_mb)
+    emulator = LiveEmulator(workload.jobs, hosts, config, nats_url=args.nats, speed=args.speed)
+    started = time.perf_counter()
+    try:
+        finished = asyncio.run(emulator.run(args.timeout))
+    except (NatsError, OSError) as exc:
+        print(f"{PROG}: error: --nats {args.nats}: {exc}", file=sys.stderr)
+        return 1
+    wall = time.perf_counter() - started
+    report = emulation_report(emulator, workload, source, args.policy, wall)
+    if not args.quiet:
+        _print_summary(Console(), report, "emulate", "wall time")
+    if not finished:
+        print(
+            f"{PROG}: error: --timeout {args.timeout:g} s passed with "
+            f"{len(workload.jobs) - emulator.stats.done:,} of {len(workload.jobs):,} jobs neither "
+            "finished nor rejected (are xce-bridge and xce-core-service running?)",
+            file=sys.stderr,
+        )
+        return 1
     return 0
 
 
@@ -618,6 +703,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.command == "explain":
             print(explain_job(args.recording, args.jobid, args.at, registry=load_registry()))
             return 0
+        if args.command == "emulate":
+            return emulate_command(args)
         return simulate(args) if args.command == "simulate" else replay_command(args)
     except ValidationError as exc:  # a value the wire contract refuses
         got = exc.errors()[0]["input"]

@@ -152,13 +152,15 @@ class JobRecord:
 
 
 @dataclass(slots=True)
-class _Run:
-    """The emulator's state of one started job (ns).
+class JobRun:
+    """The emulator's state of one started job, in ns of the emulator's time (shared
+    by this virtual-time emulator and the live one, ``xce_driver.live.emulate``).
 
     ``left_ns``: run time still to go; ``limit_left_ns``: running time before its
     queue's run limit kills it (None: no limit); ``since_ns``: start of the
     current stretch of running (or of suspension); ``finish_seq``: ``seq`` of the
-    agenda entry that is its valid finish (-1 while suspended).
+    agenda entry that is its valid finish (-1 while suspended; the live emulator
+    does not use it).
     """
 
     left_ns: int
@@ -166,6 +168,59 @@ class _Run:
     since_ns: int
     finish_seq: int = -1
     suspended: bool = False
+
+    @classmethod
+    def start(cls, job: SimJob, queue: QueueSpec | None, now: int) -> JobRun:
+        """A job dispatched at ``now`` (ns): its run time and its queue's run limit."""
+        limit = None if queue is None or queue.run_limit_s is None else queue.run_limit_s * NS
+        return cls(job.run_s * NS, limit, now)
+
+    def run_from(self, now: int) -> int:
+        """Let the job run from ``now`` (ns); returns how long until its finish, ns:
+        when its run time or its run limit is used up, whichever comes first."""
+        span = self.left_ns
+        if self.limit_left_ns is not None:
+            span = min(span, self.limit_left_ns)
+        self.since_ns = now
+        self.suspended = False
+        return span
+
+    @property
+    def killed_at_finish(self) -> bool:
+        """Whether the finish of the current stretch is a run-limit kill (EXIT): the
+        limit comes before the run time is used up."""
+        return self.limit_left_ns is not None and self.limit_left_ns < self.left_ns
+
+    def suspend(self, now: int) -> None:
+        """Suspend the running job at ``now`` (ns): what it ran is taken off its run
+        time and its limit."""
+        ran = now - self.since_ns
+        self.left_ns -= ran
+        if self.limit_left_ns is not None:
+            self.limit_left_ns -= ran
+        self.since_ns = now
+        self.suspended = True
+        self.finish_seq = -1
+
+
+def job_priority(job: SimJob, queue: QueueSpec | None) -> int:
+    """The priority a job is submitted with: its own, else its queue's (0 for a queue
+    the configuration does not define)."""
+    if job.priority is not None:
+        return job.priority
+    return 0 if queue is None else queue.priority
+
+
+def refused_at_submission(queue: QueueSpec | None) -> bool:
+    """Whether a controller refuses a job of this queue at submission (``bsub`` on a
+    closed queue fails); the job is then recorded as ``REJECT_QUEUE_CLOSED``."""
+    return queue is not None and queue.status is QueueStatus.CLOSED
+
+
+def rejected_by_controller(decision: Pend) -> bool:
+    """Whether a controller answers this ``PEND`` by rejecting the job (EXIT): it can
+    never run on this cluster (``REJECT_LARGER_THAN_CLUSTER``)."""
+    return decision.reason.main in _REJECT
 
 
 @dataclass(slots=True)
@@ -184,7 +239,36 @@ class EmulatorStats:
     decisions: dict[str, int] = field(default_factory=dict)
 
 
-class ClusterEmulator:
+class Workload:
+    """The jobs of a workload on its cluster, their queues and what happened to them:
+    the state both emulators keep (this one and ``xce_driver.live.emulate``).
+
+    Attributes:
+        records: every job's ``JobRecord``, by jobid.
+        stats: counts of what crossed the core's boundary.
+    """
+
+    def __init__(
+        self, jobs: Sequence[SimJob], hosts: Sequence[HostSpec], config: SchedulerConfig
+    ) -> None:
+        self._jobs = {job.jobid: job for job in jobs}
+        self._hosts = tuple(hosts)
+        self._config = config
+        self._queues: dict[str, QueueSpec] = {queue.name: queue for queue in config.queues}
+        self.records = {
+            job.jobid: JobRecord(job.jobid, job.submit_s, job.run_s, job.tasks) for job in jobs
+        }
+        self.stats = EmulatorStats()
+
+    def _reject(self, jobid: int, reason: str) -> None:
+        """Turn a job away as the controller (``REJECT_*`` reason); it counts as done."""
+        record = self.records[jobid]
+        record.rejected = True
+        record.rejected_reason = reason
+        self.stats.done += 1
+
+
+class ClusterEmulator(Workload):
     """Drives a scheduling core through a workload in virtual time.
 
     Args:
@@ -213,21 +297,14 @@ class ClusterEmulator:
     ) -> None:
         if round_interval_s is not None and round_interval_s <= 0:
             raise ValueError(f"round interval must be positive, not {round_interval_s}")
-        self._jobs = {job.jobid: job for job in jobs}
-        self._hosts = tuple(hosts)
-        self._config = config
-        self._queues: dict[str, QueueSpec] = {queue.name: queue for queue in config.queues}
+        super().__init__(jobs, hosts, config)
         self._push_to_core = push
         self._origin_ns = origin_s * NS
         self._interval_ns = None if round_interval_s is None else round_interval_s * NS
-        self.records = {
-            job.jobid: JobRecord(job.jobid, job.submit_s, job.run_s, job.tasks) for job in jobs
-        }
-        self.stats = EmulatorStats()
         self._agenda: list[tuple[int, EventPriority, int, int]] = []
         self._seq = itertools.count()
         self._decided: list[Decision] = []
-        self._runs: dict[int, _Run] = {}
+        self._runs: dict[int, JobRun] = {}
         self._running = 0
         self._pending = 0
         self._suspended = 0
@@ -336,15 +413,9 @@ class ClusterEmulator:
         """Seconds from the trace origin of the agenda time ``ts`` (ns)."""
         return (ts - self._origin_ns) // NS
 
-    def _run_for(self, now: int, jobid: int, run: _Run) -> None:
-        """Let a job run from ``now``: its finish is when its run time or its run
-        limit is used up, whichever comes first."""
-        span = run.left_ns
-        if run.limit_left_ns is not None:
-            span = min(span, run.limit_left_ns)
-        run.since_ns = now
-        run.suspended = False
-        run.finish_seq = self._schedule(now + span, EventPriority.FINISH, jobid)
+    def _run_for(self, now: int, jobid: int, run: JobRun) -> None:
+        """Let a job run from ``now`` until its finish (``JobRun.run_from``)."""
+        run.finish_seq = self._schedule(now + run.run_from(now), EventPriority.FINISH, jobid)
 
     def _push(self, event: CoreEvent) -> None:
         self.stats.events += 1
@@ -354,7 +425,7 @@ class ClusterEmulator:
         """The job's finish is due: it ends (DONE), or its run limit kills it (EXIT)
         when run time is still left."""
         run = self._runs.pop(jobid)
-        killed = run.left_ns > now - run.since_ns
+        killed = run.killed_at_finish
         state = JobState.EXIT if killed else JobState.DONE
         self._push(JobStateChange(ts=now, payload=JobStateChangePayload(jobid=jobid, state=state)))
         record = self.records[jobid]
@@ -371,18 +442,15 @@ class ClusterEmulator:
         for jobid in jobids:
             job = self._jobs[jobid]
             queue = self._queues.get(job.queue)
-            if queue is not None and queue.status is QueueStatus.CLOSED:
+            if refused_at_submission(queue):
                 self._reject(jobid, REJECT_QUEUE_CLOSED)
                 continue
-            priority = job.priority
-            if priority is None:
-                priority = 0 if queue is None else queue.priority
             specs.append(
                 JobSpec(
                     jobid=jobid,
                     queue=job.queue,
                     user=job.user,
-                    priority=priority,
+                    priority=job_priority(job, queue),
                     tasks=job.tasks,
                     resreq=job.resreq,
                     submit_ts=now,
@@ -392,12 +460,6 @@ class ClusterEmulator:
             self._push(JobsPush(ts=now, payload=JobsPushPayload(jobs=tuple(specs))))
         self._pending += len(specs)
         return [spec.jobid for spec in specs]
-
-    def _reject(self, jobid: int, reason: str) -> None:
-        record = self.records[jobid]
-        record.rejected = True
-        record.rejected_reason = reason
-        self.stats.done += 1
 
     def _round(self, now: int) -> None:
         """Run a round at ``now`` and act on its decisions; while a round's
@@ -422,7 +484,7 @@ class ClusterEmulator:
             if isinstance(decision, Dispatch):
                 self._dispatch(now, decision)
             elif isinstance(decision, Pend):
-                if decision.reason.main in _REJECT:
+                if rejected_by_controller(decision):
                     payload = JobStateChangePayload(jobid=decision.jobid, state=JobState.EXIT)
                     self._push(JobStateChange(ts=now, payload=payload))
                     self._reject(decision.jobid, REJECT_LARGER_THAN_CLUSTER)
@@ -439,9 +501,8 @@ class ClusterEmulator:
         record = self.records[jobid]
         record.start_s = self._s(now)
         record.hosts = tuple(host.host for host in decision.alloc.hosts)
-        queue = self._queues.get(self._jobs[jobid].queue)
-        limit = None if queue is None or queue.run_limit_s is None else queue.run_limit_s * NS
-        run = self._runs[jobid] = _Run(record.run_s * NS, limit, now)
+        job = self._jobs[jobid]
+        run = self._runs[jobid] = JobRun.start(job, self._queues.get(job.queue), now)
         self._run_for(now, jobid, run)
         self._running += 1
         self._pending -= 1
@@ -453,13 +514,7 @@ class ClusterEmulator:
         run = self._runs.get(jobid)
         if run is None or run.suspended:
             return False
-        ran = now - run.since_ns
-        run.left_ns -= ran
-        if run.limit_left_ns is not None:
-            run.limit_left_ns -= ran
-        run.since_ns = now
-        run.suspended = True
-        run.finish_seq = -1
+        run.suspend(now)
         self._stale += 1
         payload = JobStateChangePayload(jobid=jobid, state=JobState.SUSP)
         self._push(JobStateChange(ts=now, payload=payload))

@@ -24,7 +24,7 @@ from xce_core.plugins import PluginRegistry
 from xce_schemas import CoreEvent, Decision, HostSpec, QueueSpec, SchedulerConfig
 from xce_schemas.errors import describe
 
-from xce_driver.emulator import ClusterEmulator, JobRecord
+from xce_driver.emulator import ClusterEmulator, JobRecord, Workload
 from xce_driver.plugins import load_registry
 from xce_driver.recording import Recorder, RecordingWriter
 from xce_driver.report import Report, summarize
@@ -137,6 +137,28 @@ def check_queues(workload: MappedWorkload, config: SchedulerConfig) -> None:
             )
 
 
+def checked_config(
+    workload: MappedWorkload,
+    policy: str,
+    queues: Sequence[QueueSpec],
+    registry: PluginRegistry,
+) -> SchedulerConfig:
+    """``scheduler_config``, checked before any work: every picker it names is
+    registered and every job's queue is defined.
+
+    Raises:
+        ConfigError: an unknown picker (the message lists the known ones).
+        MappingError: a job is in a queue no definition gives.
+    """
+    registry.pickers.get(policy)
+    config = scheduler_config(workload, policy, queues)
+    check_queues(workload, config)
+    for queue in config.queues:
+        if queue.job_pick_plugin is not None:
+            registry.pickers.get(queue.job_pick_plugin)
+    return config
+
+
 @dataclass(frozen=True, slots=True)
 class SimulationResult:
     """The report and the per-job records of one simulation."""
@@ -181,12 +203,7 @@ def run_simulation(
         MappingError: a job is in a queue no definition gives.
     """
     registry = registry if registry is not None else load_registry()
-    registry.pickers.get(policy)  # fail before any work on an unknown name
-    config = scheduler_config(workload, policy, queues)
-    check_queues(workload, config)
-    for queue in config.queues:
-        if queue.job_pick_plugin is not None:
-            registry.pickers.get(queue.job_pick_plugin)
+    config = checked_config(workload, policy, queues, registry)
     emulator: ClusterEmulator
     recorder = None if recording is None else Recorder(recording, snapshot_interval)
 
@@ -219,9 +236,24 @@ def run_simulation(
     started = time.perf_counter()
     records = emulator.run(progress)
     wall = time.perf_counter() - started
+    report = emulation_report(emulator, workload, source, policy, wall)
+    return SimulationResult(report, records)
+
+
+def emulation_report(
+    emulator: Workload, workload: MappedWorkload, source: str, policy: str, wall_s: float
+) -> Report:
+    """The report of an emulator's run (virtual-time or live) of ``workload``.
+
+    Args:
+        emulator: its records and stats.
+        workload: the workload it ran (cluster shape, records skipped).
+        source: what the workload came from; policy: the picker's name.
+        wall_s: wall time of the run, s.
+    """
     stats = emulator.stats
-    report = summarize(
-        records.values(),
+    return summarize(
+        emulator.records.values(),
         workload=source,
         policy=policy,
         hosts=workload.hosts,
@@ -230,6 +262,5 @@ def run_simulation(
         rounds=stats.rounds,
         events=stats.events,
         decisions=stats.decisions,
-        sim_wall_s=wall,
+        sim_wall_s=wall_s,
     )
-    return SimulationResult(report, records)

@@ -10,7 +10,9 @@ For each event, in stream order, through a durable pull consumer:
 4. acknowledge the event;
 5. every ``snapshot_every`` events or ``snapshot_seconds`` s, write a checkpoint
    (``CoreCheckpoint``: the last event's sequence and ``save_snapshot(core)``) to
-   Redis in one ``SET``.
+   Redis in one ``SET``;
+6. after a ``BEGIN_ROUND``, write the ``CoreStatus`` hash ``xce:core:status`` (last
+   round, job counts, lag) that the admin API shows.
 
 **Exactly the uninterrupted decision stream after a crash.** A restarted service
 loads the checkpoint (sequence S; none: a fresh core, S = 0) and recreates its
@@ -55,11 +57,13 @@ from nats.js.api import AckPolicy, ConsumerConfig, DeliverPolicy
 from nats.js.errors import NotFoundError
 from pydantic import ValidationError
 from redis.exceptions import RedisError
+from redis.typing import EncodableT, FieldT
 from xce_core.core import SchedCore
 from xce_core.errors import CoreError
 from xce_core.plugins import PluginRegistry
 from xce_core.snapshot import load_snapshot, save_snapshot
 from xce_schemas import CoreEvent, Decision, parse_event
+from xce_schemas.admin import CORE_STATUS_KEY, CoreStatus, to_hash
 from xce_schemas.bus import (
     CORE_CHECKPOINT_KEY,
     CORE_SOURCE,
@@ -204,6 +208,7 @@ class CoreService:
         #: The stream sequence the last checkpoint covers.
         self.checkpoint_seq = 0
         self._watermark: tuple[int, int] | None = None
+        self._round_s = 0.0  # wall time of the last round, s
         self._last_checkpoint = time.monotonic()
         self._faults = dict.fromkeys(FAULT_POINTS, 0)
         self._stop = asyncio.Event()
@@ -387,13 +392,37 @@ class CoreService:
         self.metrics.events_seq.set(seq)
         self.metrics.events_waiting.set(metadata.num_pending)
         self.metrics.event_lag.set(max(0.0, time.time() - metadata.timestamp.timestamp()))
+        if not isinstance(event, str) and event.type == "BEGIN_ROUND":
+            await self._publish_status(event.ts)
         if self.seq - self.checkpoint_seq >= self.options.snapshot_every:
             await self._checkpoint()
+
+    async def _publish_status(self, round_ts: int) -> None:
+        """Write the ``CoreStatus`` hash (``xce:core:status``) after a round, for the
+        admin API; a Redis failure is logged and the next round tries again."""
+        assert self._redis is not None
+        sample = self.metrics.registry.get_sample_value
+        status = CoreStatus(
+            seq=self.seq,
+            last_round_ts=round_ts,
+            round_seconds=self._round_s,
+            pending=self.metrics.totals[0],
+            running=self.metrics.totals[1],
+            suspended=self.metrics.totals[2],
+            lag_seconds=sample("xce_core_event_lag_seconds") or 0.0,
+            events_waiting=int(sample("xce_core_events_waiting") or 0),
+            updated=time.time(),
+        )
+        fields: dict[FieldT, EncodableT] = {k: v for k, v in to_hash(status).items()}
+        try:
+            await self._redis.hset(CORE_STATUS_KEY, mapping=fields)
+        except RedisError as exc:
+            log.warning("status after event seq %d not written: %s", self.seq, exc)
 
     def _apply(self, event: CoreEvent) -> str | None:
         """Push ``event`` into the core; the reason it was rejected, or None."""
         core, metrics = self.core, self.metrics
-        hits = core.cache_hits
+        hits, preemptions, given_up = core.cache_hits, core.preemptions, core.preemptions_given_up
         started = time.perf_counter()
         try:
             core.push_event(event)
@@ -404,10 +433,13 @@ class CoreService:
             return f"{event.type} failed inside the core: {exc!r}"
         finally:
             if event.type == "BEGIN_ROUND":
-                metrics.round_duration.observe(time.perf_counter() - started)
+                self._round_s = time.perf_counter() - started
+                metrics.round_duration.observe(self._round_s)
                 metrics.rounds.inc()
                 metrics.cache_hits.inc(max(0, core.cache_hits - hits))
-                metrics.job_states(job.state for job in core.state.jobs.values())
+                metrics.preemptions.inc(core.preemptions - preemptions)
+                metrics.preemptions_given_up.inc(core.preemptions_given_up - given_up)
+                metrics.job_states((job.queue, job.state) for job in core.state.jobs.values())
         return None
 
     # --- publishing --------------------------------------------------------------------

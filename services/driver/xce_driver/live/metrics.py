@@ -6,12 +6,25 @@ several services in one process; ``serve`` exposes it on ``/metrics``.
 
 from __future__ import annotations
 
+from collections import Counter as Counter_
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from wsgiref.simple_server import WSGIServer
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, start_http_server
 from xce_schemas import JobState
+
+
+def serve_registry(registry: CollectorRegistry, port: int, addr: str = "0.0.0.0") -> WSGIServer:
+    """Serve ``registry`` on ``http://addr:port/metrics`` from a daemon thread;
+    ``shutdown()`` the returned server to stop.
+
+    Raises:
+        OSError: the port cannot be bound.
+    """
+    server, _thread = start_http_server(port, addr, registry=registry)
+    return server
+
 
 #: Round durations, s: from a small cluster's millisecond to a huge backlog's seconds.
 ROUND_BUCKETS_S = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0)
@@ -53,9 +66,23 @@ class CoreMetrics:
             "Jobs pended by the session's unsatisfiable-request cache (Req 7)",
             registry=r,
         )
-        self.pending_jobs = Gauge("xce_core_pending_jobs", "Jobs pending", registry=r)
-        self.running_jobs = Gauge("xce_core_running_jobs", "Jobs running", registry=r)
-        self.suspended_jobs = Gauge("xce_core_suspended_jobs", "Jobs suspended", registry=r)
+        self.pending_jobs = Gauge(
+            "xce_core_pending_jobs", "Jobs pending, by queue", ["queue"], registry=r
+        )
+        self.running_jobs = Gauge(
+            "xce_core_running_jobs", "Jobs running, by queue", ["queue"], registry=r
+        )
+        self.suspended_jobs = Gauge(
+            "xce_core_suspended_jobs", "Jobs suspended, by queue", ["queue"], registry=r
+        )
+        self.preemptions = Counter("xce_core_preemptions", "PREEMPT decisions made", registry=r)
+        self.preemptions_given_up = Counter(
+            "xce_core_preemptions_given_up",
+            "Preemptions given up because their victims did not suspend in time",
+            registry=r,
+        )
+        #: Jobs pending, running and suspended over all queues (the last round's).
+        self.totals: tuple[int, int, int] = (0, 0, 0)
         self.event_lag = Gauge(
             "xce_core_event_lag_seconds",
             "Wall time from an event entering the stream to the core finishing it, s",
@@ -80,26 +107,86 @@ class CoreMetrics:
             "xce_core_publish_retries", "Publishes retried after a bus failure", registry=r
         )
 
-    def job_states(self, states: Iterable[JobState]) -> None:
-        """Set the job gauges from every job's state."""
-        pending = running = suspended = 0
-        for state in states:
-            if state is JobState.PEND:
-                pending += 1
-            elif state is JobState.RUN:
-                running += 1
-            elif state is JobState.SUSP:
-                suspended += 1
-        self.pending_jobs.set(pending)
-        self.running_jobs.set(running)
-        self.suspended_jobs.set(suspended)
+    def job_states(self, jobs: Iterable[tuple[str, JobState]]) -> None:
+        """Set the job gauges, by queue, from every job's ``(queue, state)``."""
+        counts: dict[JobState, Counter_[str]] = {
+            JobState.PEND: Counter_(),
+            JobState.RUN: Counter_(),
+            JobState.SUSP: Counter_(),
+        }
+        for queue, state in jobs:
+            if state in counts:
+                counts[state][queue] += 1
+        for gauge, state in (
+            (self.pending_jobs, JobState.PEND),
+            (self.running_jobs, JobState.RUN),
+            (self.suspended_jobs, JobState.SUSP),
+        ):
+            gauge.clear()  # a queue that emptied or went away shows no stale series
+            for queue, count in sorted(counts[state].items()):
+                gauge.labels(queue=queue).set(count)
+        self.totals = tuple(sum(counts[state].values()) for state in counts)  # type: ignore[assignment]
 
     def serve(self, port: int, addr: str = "0.0.0.0") -> WSGIServer:
-        """Serve ``/metrics`` on ``addr:port`` from a daemon thread; ``shutdown()`` the
-        returned server to stop.
+        """Serve ``/metrics`` on ``addr:port`` (``serve_registry``)."""
+        return serve_registry(self.registry, port, addr)
 
-        Raises:
-            OSError: the port cannot be bound.
-        """
-        server, _thread = start_http_server(port, addr, registry=self.registry)
-        return server
+
+#: Publish latencies of the bridge, s: from stamping an event to the stream's ack.
+PUBLISH_BUCKETS_S = (0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 5.0)
+
+
+@dataclass
+class BridgeMetrics:
+    """The controller bridge's metrics (``xce_bridge_*``), Prometheus naming.
+
+    ``messages{kind}`` counts every controller message received (``kind`` is
+    ``unknown`` for a subject that names none); ``events{type}`` the core events it
+    put on ``XCE_EVENTS``; ``event_publish`` the wall time from stamping an event to
+    the stream's acknowledgement, s.
+    """
+
+    registry: CollectorRegistry = field(default_factory=CollectorRegistry)
+
+    def __post_init__(self) -> None:
+        r = self.registry
+        self.messages = Counter(
+            "xce_bridge_messages", "Controller messages received, by kind", ["kind"], registry=r
+        )
+        self.dead_letters = Counter(
+            "xce_bridge_dead_letters",
+            "Controller messages rejected to xce.deadletter.bridge",
+            registry=r,
+        )
+        self.events = Counter(
+            "xce_bridge_events",
+            "Core events published on XCE_EVENTS, by type",
+            ["type"],
+            registry=r,
+        )
+        self.rounds = Counter("xce_bridge_rounds", "BEGIN_ROUND events emitted", registry=r)
+        self.decisions_forwarded = Counter(
+            "xce_bridge_decisions_forwarded",
+            "Decisions forwarded to xce.ctl.decisions.<OP>, by op",
+            ["op"],
+            registry=r,
+        )
+        self.event_publish = Histogram(
+            "xce_bridge_event_publish_seconds",
+            "Wall time from stamping an event to the stream's acknowledgement, s",
+            buckets=PUBLISH_BUCKETS_S,
+            registry=r,
+        )
+        self.publish_retries = Counter(
+            "xce_bridge_publish_retries", "Event publishes retried after a bus failure", registry=r
+        )
+        self.events_queued = Gauge(
+            "xce_bridge_events_queued", "Events stamped and not yet on the stream", registry=r
+        )
+        self.last_event_ts = Gauge(
+            "xce_bridge_last_event_ts_seconds", "ts of the last event stamped, s", registry=r
+        )
+
+    def serve(self, port: int, addr: str = "0.0.0.0") -> WSGIServer:
+        """Serve ``/metrics`` on ``addr:port`` (``serve_registry``)."""
+        return serve_registry(self.registry, port, addr)

@@ -1,0 +1,371 @@
+"""Benchmark: the live stack (bridge → XCE_EVENTS → core service → XCE_DECISIONS →
+bridge → controller) over a real NATS JetStream and Redis.
+
+    python -m benchmarks.bench_live [--latency-rate 1000] [--seconds 8]
+        [--rates 1000,2500,5000,10000,20000] [--step-seconds 4] [--round-interval 0.1]
+
+It starts ``nats-server -js`` and ``redis-server`` on free loopback ports (the live
+tests' helper, ``tests/live/servers.py``), the core service and the bridge as their
+own processes, and plays a controller in this process: a closed loop of one-slot
+jobs on 1,000 hosts of 64 slots. Each job is submitted (``xce.ctl.jobs``) and
+reported DONE (``xce.ctl.job_state``) as soon as its DISPATCH arrives: two
+controller events per job, one DISPATCH decision, a PEND only when it waited.
+
+1. **Latency at ``--latency-rate`` events/s.** Per decision, from its round's
+   ``BEGIN_ROUND`` being stamped by the bridge (the decision's ``ts``) to the
+   controller receiving it on ``xce.ctl.decisions.<OP>``: p50 and p99. And per job,
+   from its submission to its DISPATCH (this adds the wait for the next round: on
+   average half a round interval).
+2. **Highest sustained rate.** Steps of ``--rates`` events/s, ``--step-seconds``
+   each; per step: the rate the controller sent, the rate the bridge stored on
+   ``XCE_EVENTS``, the rate the core handled (its durable consumer's
+   acknowledgements), and how long after the step's end the core took to catch up
+   with the stream (the lag left). A rate is sustained when the
+   core handled at least 95% of it and the lag left is under 1 s.
+3. **Baseline, same process:** a raw JetStream round trip without the core: publish
+   one message, consume it with a pull consumer; its p50/p99 at the latency rate,
+   and its throughput pipelined; the ratios live / raw.
+
+Everything shares this machine's cores (the servers, the two services and this
+controller); the figures are what it measures here, nothing is extrapolated.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import nats
+import orjson
+from nats.aio.client import Client as NatsClient
+from nats.aio.msg import Msg
+from nats.js import JetStreamContext
+from nats.js.api import AckPolicy, ConsumerConfig, StreamConfig
+from nats.js.errors import NotFoundError
+from rich.console import Console
+from rich.table import Table
+from xce_schemas.bus import EVENTS_STREAM
+
+try:
+    from tests.live.servers import ServerProcess, nats_server, redis_server
+except ImportError:  # run outside the repository checkout
+    ServerProcess = None  # type: ignore[assignment,misc]
+
+SEARCH_PATH = os.pathsep.join([os.environ.get("PATH", ""), "/usr/local/sbin", "/usr/sbin"])
+HOSTS = 1000
+SLOTS = 64
+
+
+def percentile(values: list[float], q: float) -> float:
+    """The ``q``-th percentile (0-100) of ``values`` (nearest rank); NaN when empty."""
+    if not values:
+        return float("nan")
+    ordered = sorted(values)
+    rank = max(0, min(len(ordered) - 1, round(q / 100 * len(ordered)) - 1))
+    return ordered[rank]
+
+
+@dataclass
+class Controller:
+    """The closed loop: submits jobs, answers each DISPATCH with DONE, and times the
+    decisions it receives (wall ns)."""
+
+    nc: NatsClient
+    next_jobid: int = 1
+    sent: int = 0
+    submitted_at: dict[int, int] = field(default_factory=dict)
+    decision_lag_ms: list[float] = field(default_factory=list)
+    session_lag_ms: list[float] = field(default_factory=list)
+    dispatch_ms: list[float] = field(default_factory=list)
+    measuring: bool = False
+    dones: list[int] = field(default_factory=list)
+
+    async def on_decision(self, msg: Msg) -> None:
+        now = time.time_ns()
+        decision = orjson.loads(msg.data)
+        if self.measuring:
+            self.decision_lag_ms.append((now - decision["ts"]) / 1e6)
+            if decision["op"] == "NEW_SESSION":  # a round's first decision
+                self.session_lag_ms.append((now - decision["ts"]) / 1e6)
+        if decision["op"] == "DISPATCH":
+            jobid = decision["jobid"]
+            submitted = self.submitted_at.pop(jobid, None)
+            if self.measuring and submitted is not None:
+                self.dispatch_ms.append((now - submitted) / 1e6)
+            self.dones.append(jobid)
+
+    async def send(self, count: int) -> None:
+        """``count`` controller events: DONE reports owed first, then submissions."""
+        for _ in range(count):
+            if self.dones:
+                jobid = self.dones.pop()
+                data = b'{"jobid":%d,"state":"DONE"}' % jobid
+                await self.nc.publish("xce.ctl.job_state", data)
+            else:
+                jobid = self.next_jobid
+                self.next_jobid += 1
+                self.submitted_at[jobid] = time.time_ns()
+                data = b'{"jobs":[{"jobid":%d,"queue":"normal"}]}' % jobid
+                await self.nc.publish("xce.ctl.jobs", data)
+            self.sent += 1
+
+    async def paced(self, rate: float, seconds: float) -> float:
+        """Send at ``rate`` events/s for ``seconds``, in 5 ms ticks; the rate reached."""
+        loop = asyncio.get_running_loop()
+        start = loop.time()
+        sent0 = self.sent
+        tick = 0.005
+        while (elapsed := loop.time() - start) < seconds:
+            owed = int(rate * elapsed) - (self.sent - sent0)
+            if owed > 0:
+                await self.send(owed)
+            await asyncio.sleep(tick)
+        return (self.sent - sent0) / (loop.time() - start)
+
+
+async def core_acked(js: JetStreamContext) -> int:
+    """The last event sequence the core service acknowledged."""
+    try:
+        info = await js.consumer_info(EVENTS_STREAM, "xce-core")
+    except NotFoundError:
+        return 0
+    return info.ack_floor.stream_seq if info.ack_floor else 0
+
+
+async def stream_last(js: JetStreamContext) -> int:
+    return (await js.stream_info(EVENTS_STREAM)).state.last_seq
+
+
+async def drained(js: JetStreamContext, timeout_s: float) -> float | None:
+    """Seconds until the core has acknowledged every event stored so far (None: not
+    within ``timeout_s``)."""
+    start = time.perf_counter()
+    target = await stream_last(js)
+    while await core_acked(js) < target:
+        if time.perf_counter() - start > timeout_s:
+            return None
+        await asyncio.sleep(0.02)
+    return time.perf_counter() - start
+
+
+@dataclass
+class Step:
+    target: int
+    sent_rate: float
+    stored_rate: float
+    handled_rate: float
+    lag_s: float | None
+
+    @property
+    def sustained(self) -> bool:
+        return self.handled_rate >= 0.95 * self.target and self.lag_s is not None and self.lag_s < 1
+
+
+async def live(nats_url: str, args: argparse.Namespace) -> tuple[Controller, list[Step]]:
+    nc = await nats.connect(nats_url)
+    js = nc.jetstream()
+    ctl = Controller(nc)
+    await nc.subscribe("xce.ctl.decisions.*", cb=ctl.on_decision, pending_msgs_limit=10**7)
+    # The bridge is listening once a configuration comes through.
+    queues = b'{"config":{"queues":[{"name":"normal","priority":30}]}}'
+    deadline = time.monotonic() + 30
+    while True:
+        await nc.publish("xce.ctl.config", queues)
+        await nc.flush()
+        with contextlib.suppress(NotFoundError):
+            if await stream_last(js) > 0:
+                break
+        if time.monotonic() > deadline:
+            raise RuntimeError("the bridge did not come up in 30 s")
+        await asyncio.sleep(0.1)
+    hosts = [{"name": f"h{i:04d}", "slots": SLOTS} for i in range(HOSTS)]
+    await nc.publish("xce.ctl.hosts", orjson.dumps({"hosts": hosts}))
+    await ctl.paced(200, 1.0)  # warm up
+    await drained(js, 30)
+    ctl.measuring = True
+    await ctl.paced(args.latency_rate, args.seconds)
+    ctl.measuring = False
+    await drained(js, 30)
+    steps = []
+    for rate in args.rates:
+        stored0, acked0, t0 = await stream_last(js), await core_acked(js), time.perf_counter()
+        sent_rate = await ctl.paced(rate, args.step_seconds)
+        stored1, acked1, t1 = await stream_last(js), await core_acked(js), time.perf_counter()
+        lag = await drained(js, 30)
+        span = t1 - t0
+        steps.append(
+            Step(rate, sent_rate, (stored1 - stored0) / span, (acked1 - acked0) / span, lag)
+        )
+        if lag is None:
+            break
+        await asyncio.sleep(1.0)  # let the loop settle (DONE reports owed)
+        await ctl.send(len(ctl.dones))
+        await drained(js, 30)
+    await nc.close()
+    return ctl, steps
+
+
+async def raw_baseline(nats_url: str, rate: float, seconds: float) -> tuple[list[float], float]:
+    """Publish → pull-consume round trips of a plain stream: latencies (ms) at
+    ``rate``, and the pipelined throughput (messages/s)."""
+    nc = await nats.connect(nats_url)
+    js = nc.jetstream()
+    await js.add_stream(StreamConfig(name="BENCH_RAW", subjects=["bench.raw.>"]))
+    await js.add_consumer(
+        "BENCH_RAW", ConsumerConfig(durable_name="raw", ack_policy=AckPolicy.EXPLICIT)
+    )
+    sub = await js.pull_subscribe_bind(durable="raw", stream="BENCH_RAW")
+    latencies: list[float] = []
+    payload = b'{"type":"JOB_STATE_CHANGE","ts":0,"payload":{"jobid":1,"state":"DONE"}}'
+    start = time.perf_counter()
+    n = 0
+    while time.perf_counter() - start < seconds:
+        t0 = time.perf_counter()
+        await js.publish("bench.raw.x", payload)
+        msgs = await sub.fetch(1, timeout=5)
+        await msgs[0].ack()
+        latencies.append((time.perf_counter() - t0) * 1000)
+        n += 1
+        await asyncio.sleep(max(0.0, start + n / rate - time.perf_counter()))
+    # Throughput: publish pipelined while consuming in batches.
+    total = 50_000
+    consumed = 0
+
+    async def consume() -> None:
+        nonlocal consumed
+        while consumed < total:
+            with contextlib.suppress(TimeoutError):
+                batch = await sub.fetch(500, timeout=1)
+                consumed += len(batch)
+                await batch[-1].ack()
+                for msg in batch[:-1]:
+                    await msg.ack()
+
+    t0 = time.perf_counter()
+    consumer = asyncio.create_task(consume())
+    futures = [await js.publish_async("bench.raw.x", payload) for _ in range(total)]
+    await asyncio.gather(*futures)
+    await consumer
+    throughput = total / (time.perf_counter() - t0)
+    await js.delete_stream("BENCH_RAW")
+    await nc.close()
+    return latencies, throughput
+
+
+@contextlib.contextmanager
+def servers(workdir: Path) -> Iterator[tuple[str, str]]:
+    nats_bin = shutil.which("nats-server", path=SEARCH_PATH)
+    redis_bin = shutil.which("redis-server", path=SEARCH_PATH)
+    if ServerProcess is None or nats_bin is None or redis_bin is None:
+        missing = "tests/live/servers.py" if ServerProcess is None else "nats-server/redis-server"
+        print(f"bench_live: skipped: {missing} not available (.ci/run installs the servers)")
+        raise SystemExit(0)
+    nats_proc = nats_server(workdir / "nats", nats_bin)
+    redis_proc = redis_server(workdir / "redis", redis_bin)
+    (workdir / "redis").mkdir()
+    nats_proc.start()
+    try:
+        redis_proc.start()
+        try:
+            yield nats_proc.url, redis_proc.url + "/0"
+        finally:
+            redis_proc.stop()
+    finally:
+        nats_proc.stop()
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m benchmarks.bench_live")
+    parser.add_argument("--latency-rate", type=float, default=1000.0, help="events/s")
+    parser.add_argument("--seconds", type=float, default=8.0, help="latency run, s")
+    parser.add_argument(
+        "--rates",
+        type=lambda text: [int(x) for x in text.split(",")],
+        default=[1000, 2500, 5000, 10000, 20000],
+        help="rate steps, events/s",
+    )
+    parser.add_argument("--step-seconds", type=float, default=4.0)
+    parser.add_argument("--round-interval", type=float, default=0.1, help="bridge rounds, s")
+    args = parser.parse_args(argv)
+    console = Console(width=120)
+    with tempfile.TemporaryDirectory(prefix="bench_live") as tmp, servers(Path(tmp)) as urls:
+        nats_url, redis_url = urls
+        logs = Path(tmp)
+        procs = []
+        for name, command in (
+            ("core", ["xce_driver.live.core_service", "--redis", redis_url]),
+            ("bridge", ["xce_driver.live.bridge", "--round-interval", str(args.round_interval)]),
+        ):
+            with open(logs / f"{name}.log", "wb") as log:
+                procs.append(
+                    subprocess.Popen(
+                        [sys.executable, "-m", command[0], "--nats", nats_url, *command[1:]],
+                        stdout=log,
+                        stderr=subprocess.STDOUT,
+                    )
+                )
+        try:
+            ctl, steps = asyncio.run(live(nats_url, args))
+            raw, raw_rate = asyncio.run(raw_baseline(nats_url, args.latency_rate, 3.0))
+        finally:
+            for proc in procs:
+                proc.terminate()
+                proc.wait(timeout=30)
+    lag, dispatch, first = ctl.decision_lag_ms, ctl.dispatch_ms, ctl.session_lag_ms
+    table = Table(title="bench_live: the live stack on this machine", show_header=False)
+    table.add_column("figure", style="bold")
+    table.add_column("value", justify="right")
+    p50, p99 = percentile(lag, 50), percentile(lag, 99)
+    raw50, raw99 = percentile(raw, 50), percentile(raw, 99)
+    rows = [
+        ("machine", f"{os.cpu_count()} CPUs; servers, core, bridge, controller all on it"),
+        ("controller rate (latency run)", f"{args.latency_rate:,.0f} events/s"),
+        ("decisions timed", f"{len(lag):,}"),
+        ("round → decision at controller p50 / p99", f"{p50:.1f} / {p99:.1f} ms"),
+        (
+            "round → its first decision (NEW_SESSION) p50 / p99",
+            f"{percentile(first, 50):.1f} / {percentile(first, 99):.1f} ms",
+        ),
+        (
+            "submit → DISPATCH at controller p50 / p99",
+            f"{percentile(dispatch, 50):.1f} / {percentile(dispatch, 99):.1f} ms "
+            f"(rounds every {args.round_interval:g} s)",
+        ),
+        ("raw JetStream publish → consume p50 / p99", f"{raw50:.2f} / {raw99:.2f} ms"),
+        ("live / raw p50", f"{p50 / raw50:,.1f}×"),
+    ]
+    for step in steps:
+        lag_left = "not caught up in 30 s" if step.lag_s is None else f"{step.lag_s:.2f} s"
+        rows.append(
+            (
+                f"step {step.target:,} events/s",
+                f"sent {step.sent_rate:,.0f}/s, bridge stored {step.stored_rate:,.0f}/s, "
+                f"core handled {step.handled_rate:,.0f}/s, "
+                f"lag left {lag_left}" + (" ✓" if step.sustained else ""),
+            )
+        )
+    best = max((s.target for s in steps if s.sustained), default=0)
+    rows.append(("highest sustained rate (bounded lag)", f"{best:,} events/s (target ≥ 10,000)"))
+    rows.append(("raw JetStream pipelined throughput", f"{raw_rate:,.0f} messages/s"))
+    rows.append(("live sustained / raw throughput", f"{best / raw_rate:.2f}"))
+    if lag:
+        rows.append(("mean round → decision", f"{statistics.fmean(lag):.1f} ms"))
+    for name, value in rows:
+        table.add_row(name, value)
+    console.print(table)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,177 @@
+"""The controller-facing contract of the live scheduler: what a cluster controller
+publishes, and where it hears the decisions.
+
+A controller (LSF's ``mbatchd`` role, or ``xce-sched emulate``) publishes plain NATS
+messages, JSON, UTF-8, one subject per kind; the controller bridge
+(``xce-bridge``) validates each one, stamps it with the time and puts the core event
+on ``xce.events.<TYPE>``. Payloads carry **no** ``ts``: in live mode the bridge owns
+time (its wall clock, ns, never going back), so a controller's clock cannot make the
+core reject an event.
+
+| subject (``ctl_subject(kind)``) | payload (JSON) | core event |
+|---|---|---|
+| ``xce.ctl.config`` | ``ConfigPushPayload`` ``{"config": {...}}`` | ``CONFIG_PUSH`` |
+| ``xce.ctl.jobs`` | ``JobsSubmit`` ``{"jobs": [JobRequest, ...]}`` | ``JOBS_PUSH`` |
+| ``xce.ctl.hosts`` | ``WorkersPushPayload`` ``{"hosts": [...]}`` | ``WORKERS_PUSH`` |
+| ``xce.ctl.resources`` | ``ResourcesPushPayload`` | ``RESOURCES_PUSH`` |
+| ``xce.ctl.resvals_full`` | ``ResvalsPayload`` ``{"values": [...]}`` | ``RESVALS_FULL`` |
+| ``xce.ctl.resvals_delta`` | ``ResvalsPayload`` | ``RESVALS_DELTA`` |
+| ``xce.ctl.job_state`` | ``JobStateChangePayload`` | ``JOB_STATE_CHANGE`` |
+| ``xce.ctl.job_update`` | ``JobUpdatePayload`` | ``JOB_UPDATE`` |
+| ``xce.ctl.queue`` | ``QueueUpdatePayload`` ``{"queue": {...}}`` | ``QUEUE_UPDATE`` |
+| ``xce.ctl.job_rusage`` | ``JobRusagePayload`` | ``JOB_RUSAGE`` |
+
+A job's ``submit_ts`` is the time the bridge stamps on its ``JOBS_PUSH``. Every
+decision of the core is forwarded, in the order of ``XCE_DECISIONS``, as its JSON on
+``xce.ctl.decisions.<OP>`` (``ctl_decision_subject``), with the header
+``Xce-Decision-Id`` carrying its id on the decision stream (so a controller can drop
+a decision it already acted on after a bridge restart). A message the bridge cannot
+use goes to ``xce.deadletter.bridge`` (a ``bus.DeadLetter``) with the reason.
+
+The bridge subscribes to ``xce.ctl.*`` (one token after ``xce.ctl.``), so the
+forwarded decisions, two tokens deeper, never loop back into it.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Final, cast
+
+from pydantic import Field
+
+from xce_schemas.base import WireModel
+from xce_schemas.decisions import DECISION_OPS
+from xce_schemas.events import (
+    ConfigPush,
+    ConfigPushPayload,
+    CoreEvent,
+    JobRequest,
+    JobRusage,
+    JobRusagePayload,
+    JobSpec,
+    JobsPush,
+    JobsPushPayload,
+    JobStateChange,
+    JobStateChangePayload,
+    JobUpdate,
+    JobUpdatePayload,
+    QueueUpdate,
+    QueueUpdatePayload,
+    ResourcesPush,
+    ResourcesPushPayload,
+    ResvalsDelta,
+    ResvalsFull,
+    ResvalsPayload,
+    WorkersPush,
+    WorkersPushPayload,
+)
+
+CTL_PREFIX: Final = "xce.ctl."
+#: What the bridge subscribes to: every controller kind (one subject token).
+CTL_SUBJECTS: Final = CTL_PREFIX + "*"
+CTL_DECISIONS_PREFIX: Final = CTL_PREFIX + "decisions."
+#: Every forwarded decision (``xce.ctl.decisions.<OP>``).
+CTL_DECISIONS_SUBJECTS: Final = CTL_DECISIONS_PREFIX + "*"
+#: The header of a forwarded decision that carries its ``XCE_DECISIONS`` message id.
+DECISION_ID_HEADER: Final = "Xce-Decision-Id"
+#: The dead-letter source name of the bridge (``xce.deadletter.bridge``).
+BRIDGE_SOURCE: Final = "bridge"
+
+
+class JobsSubmit(WireModel):
+    """``xce.ctl.jobs``: newly submitted jobs, in submission order, without times.
+
+    Attributes:
+        jobs: one or more jobs (``JobRequest``: a ``JobSpec`` without ``submit_ts``).
+    """
+
+    jobs: tuple[JobRequest, ...] = Field(min_length=1)
+
+
+#: A controller payload model.
+CtlPayload = (
+    ConfigPushPayload
+    | JobsSubmit
+    | WorkersPushPayload
+    | ResourcesPushPayload
+    | ResvalsPayload
+    | JobStateChangePayload
+    | JobUpdatePayload
+    | QueueUpdatePayload
+    | JobRusagePayload
+)
+
+#: Controller kind (the subject's last token) → (core event model, payload model).
+CTL_KINDS: Final[dict[str, tuple[type[WireModel], type[CtlPayload]]]] = {
+    "config": (ConfigPush, ConfigPushPayload),
+    "jobs": (JobsPush, JobsSubmit),
+    "hosts": (WorkersPush, WorkersPushPayload),
+    "resources": (ResourcesPush, ResourcesPushPayload),
+    "resvals_full": (ResvalsFull, ResvalsPayload),
+    "resvals_delta": (ResvalsDelta, ResvalsPayload),
+    "job_state": (JobStateChange, JobStateChangePayload),
+    "job_update": (JobUpdate, JobUpdatePayload),
+    "queue": (QueueUpdate, QueueUpdatePayload),
+    "job_rusage": (JobRusage, JobRusagePayload),
+}
+
+
+def ctl_subject(kind: str) -> str:
+    """The subject a controller publishes ``kind`` on: ``xce.ctl.<kind>``.
+
+    Raises:
+        ValueError: ``kind`` is not one of ``CTL_KINDS``.
+    """
+    if kind not in CTL_KINDS:
+        raise ValueError(f"{kind!r} is not a controller kind; expected one of {tuple(CTL_KINDS)}")
+    return CTL_PREFIX + kind
+
+
+def ctl_kind_of(subject: str) -> str | None:
+    """The kind a subject names (``xce.ctl.jobs`` → ``jobs``), or None for any other."""
+    if not subject.startswith(CTL_PREFIX):
+        return None
+    kind = subject[len(CTL_PREFIX) :]
+    return kind if kind in CTL_KINDS else None
+
+
+def ctl_decision_subject(op: str) -> str:
+    """The subject decisions of ``op`` are forwarded on: ``xce.ctl.decisions.<OP>``.
+
+    Raises:
+        ValueError: ``op`` is not one of ``DECISION_OPS``.
+    """
+    if op not in DECISION_OPS:
+        raise ValueError(f"{op!r} is not a decision op; expected one of {DECISION_OPS}")
+    return CTL_DECISIONS_PREFIX + op
+
+
+def parse_ctl_payload(kind: str, data: dict[str, Any] | str | bytes) -> CtlPayload:
+    """Validate a controller message of ``kind`` (decoded JSON object, or JSON text).
+
+    Raises:
+        KeyError: ``kind`` is not one of ``CTL_KINDS``.
+        pydantic.ValidationError: naming the offending field (a ``ts`` or a job's
+            ``submit_ts`` is refused as an extra field: the bridge owns time).
+    """
+    model = CTL_KINDS[kind][1]
+    if isinstance(data, str | bytes):
+        return model.model_validate_json(data)
+    return model.model_validate(data)
+
+
+def to_core_event(kind: str, payload: CtlPayload, ts: int) -> CoreEvent:
+    """The core event of a validated controller message of ``kind`` at time ``ts``
+    (ns); a submitted job's ``submit_ts`` is ``ts``.
+
+    Raises:
+        KeyError: ``kind`` is not one of ``CTL_KINDS``.
+        TypeError: ``payload`` is not the model of ``kind``.
+        pydantic.ValidationError: ``ts`` is not a valid ``TimestampNs``.
+    """
+    event_model, payload_model = CTL_KINDS[kind]
+    if not isinstance(payload, payload_model):
+        raise TypeError(f"a {type(payload).__name__} is not a {kind!r} message")
+    if isinstance(payload, JobsSubmit):
+        jobs = tuple(JobSpec(**job.model_dump(), submit_ts=ts) for job in payload.jobs)
+        return JobsPush(ts=ts, payload=JobsPushPayload(jobs=jobs))
+    return cast(CoreEvent, event_model.model_validate({"ts": ts, "payload": payload}))

@@ -1,0 +1,416 @@
+"""The admin HTTP API (FastAPI): recording control, recordings, scheduler status, health
+and metrics (Req 10 AC 9).
+
+| method and path | auth | what |
+|---|---|---|
+| ``POST /scheduler/record/start`` | token | start recording (optional ``{"name": FILE}``) |
+| ``POST /scheduler/record/stop`` | token | stop recording; the file appears once exported |
+| ``GET /scheduler/record/status`` | | the recorder's state |
+| ``GET /scheduler/recordings`` | | the recordings in the recordings directory |
+| ``GET /scheduler/recordings/{name}`` | token | download one |
+| ``GET /scheduler/status`` | | the core (last round, pending, running, lag) and the recorder |
+| ``GET /health`` | | whether Redis and NATS answer |
+| ``GET /metrics`` | | Prometheus metrics (``xce_admin_*``) |
+
+"token" means ``Authorization: Bearer <XCE_ADMIN_TOKEN>``: without it, or with another
+token, the answer is 401. Downloads need it too, since a recording holds every job's
+user and request. Recording names are single file names in the recordings directory
+(``xce_schemas.admin.recording_name``); anything else, a path or ``..`` above all,
+is refused with 400.
+"""
+
+from __future__ import annotations
+
+import hmac
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable, MutableMapping
+from contextlib import asynccontextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Depends, FastAPI, HTTPException, Request, status
+from fastapi import Path as PathParam
+from fastapi.responses import FileResponse, JSONResponse, Response
+from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
+from prometheus_client import (
+    CONTENT_TYPE_LATEST,
+    CollectorRegistry,
+    Counter,
+    Histogram,
+    generate_latest,
+)
+from xce_schemas.admin import (
+    MAX_NAME_LENGTH,
+    RecorderCommand,
+    RecordingNameError,
+    recording_name,
+)
+
+from xce_admin.backend import Backend, LiveBackend, RecordingsDir, Unavailable
+from xce_admin.models import (
+    FILE_PATTERN,
+    CoreOut,
+    ErrorOut,
+    HealthOut,
+    RecorderOut,
+    RecordingFile,
+    RecordingList,
+    SchedulerStatusOut,
+    StartRequest,
+)
+
+#: Request durations, s.
+LATENCY_BUCKETS_S = (0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 60.0)
+
+
+class ConfigError(ValueError):
+    """The admin server cannot start with this configuration (the message says why)."""
+
+
+@dataclass(frozen=True)
+class AdminSettings:
+    """The admin server's configuration.
+
+    Attributes:
+        token: the bearer token of the protected endpoints (``XCE_ADMIN_TOKEN``).
+        redis_url: Redis URL.
+        nats_url: NATS URL(s).
+        recordings_dir: the recorder's recordings directory (shared with it).
+        command_timeout_s: how long a recorder command may take, s.
+
+    Raises:
+        ConfigError: an empty token, or a timeout of 0 or less.
+    """
+
+    token: str
+    redis_url: str = "redis://127.0.0.1:6379/0"
+    nats_url: str = "nats://127.0.0.1:4222"
+    recordings_dir: Path = Path("recordings")
+    command_timeout_s: float = 60.0
+
+    def __post_init__(self) -> None:
+        if not self.token.strip():
+            raise ConfigError(
+                "XCE_ADMIN_TOKEN is not set: the admin API refuses to start without the "
+                "token that protects recording control (export XCE_ADMIN_TOKEN=<secret>)"
+            )
+        if self.command_timeout_s <= 0:
+            raise ConfigError(f"command timeout must be positive, not {self.command_timeout_s}")
+
+
+@dataclass
+class AdminMetrics:
+    """``xce_admin_requests_total{endpoint,status}`` and
+    ``xce_admin_request_duration_seconds{endpoint}``, in their own registry."""
+
+    registry: CollectorRegistry = field(default_factory=CollectorRegistry)
+
+    def __post_init__(self) -> None:
+        self.requests = Counter(
+            "xce_admin_requests",
+            "Requests answered, by endpoint (route template) and HTTP status",
+            ["endpoint", "status"],
+            registry=self.registry,
+        )
+        self.latency = Histogram(
+            "xce_admin_request_duration_seconds",
+            "Wall time to answer a request, s",
+            ["endpoint"],
+            buckets=LATENCY_BUCKETS_S,
+            registry=self.registry,
+        )
+
+
+Scope = MutableMapping[str, Any]
+Message = MutableMapping[str, Any]
+Receive = Callable[[], Awaitable[Message]]
+Send = Callable[[Message], Awaitable[None]]
+ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
+
+
+class MetricsMiddleware:
+    """Counts every HTTP request by its route template (``/scheduler/recordings/{name}``,
+    so the label set stays small; ``unmatched`` for unknown paths) and status."""
+
+    def __init__(self, app: ASGIApp, metrics: AdminMetrics) -> None:
+        self.app = app
+        self.metrics = metrics
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        started = time.perf_counter()
+        code = 500
+
+        async def sending(message: Message) -> None:
+            nonlocal code
+            if message["type"] == "http.response.start":
+                code = int(message["status"])
+            await send(message)
+
+        try:
+            await self.app(scope, receive, sending)
+        finally:
+            route = scope.get("route")
+            endpoint = getattr(route, "path", None) or "unmatched"
+            self.metrics.requests.labels(endpoint, str(code)).inc()
+            self.metrics.latency.labels(endpoint).observe(time.perf_counter() - started)
+
+
+# --- dependencies -----------------------------------------------------------------------
+
+_bearer = HTTPBearer(
+    auto_error=False,
+    description="XCE_ADMIN_TOKEN, the admin server's token: Authorization: Bearer <token>.",
+)
+
+
+def get_settings(request: Request) -> AdminSettings:
+    """The app's settings."""
+    settings: AdminSettings = request.app.state.settings
+    return settings
+
+
+def get_backend(request: Request) -> Backend:
+    """The app's backend (tests override this dependency)."""
+    backend: Backend = request.app.state.backend
+    return backend
+
+
+def get_recordings(settings: Annotated[AdminSettings, Depends(get_settings)]) -> RecordingsDir:
+    """The recordings directory."""
+    return RecordingsDir(settings.recordings_dir)
+
+
+def require_token(
+    settings: Annotated[AdminSettings, Depends(get_settings)],
+    credentials: Annotated[HTTPAuthorizationCredentials | None, Depends(_bearer)],
+) -> None:
+    """Let the request through only with ``Authorization: Bearer <the token>``.
+
+    Raises:
+        HTTPException: 401, naming what is missing or wrong.
+    """
+    if credentials is None:
+        raise HTTPException(
+            status.HTTP_401_UNAUTHORIZED,
+            "this endpoint needs 'Authorization: Bearer <XCE_ADMIN_TOKEN>'",
+            headers={"WWW-Authenticate": "Bearer"},
+        )
+    given = credentials.credentials.encode("utf-8", "surrogateescape")
+    if not hmac.compare_digest(given, settings.token.encode()):
+        raise HTTPException(
+            status.HTTP_401_UNAUTHORIZED,
+            "wrong token",
+            headers={"WWW-Authenticate": "Bearer"},
+        )
+
+
+BackendDep = Annotated[Backend, Depends(get_backend)]
+
+_ERRORS: dict[int | str, dict[str, Any]] = {
+    401: {"model": ErrorOut, "description": "No bearer token, or a wrong one."},
+    503: {"model": ErrorOut, "description": "NATS, Redis or the recorder does not answer."},
+}
+
+# --- routers ----------------------------------------------------------------------------
+
+record = APIRouter(prefix="/scheduler/record", tags=["recording"])
+
+
+@record.post(
+    "/start",
+    summary="Start recording",
+    description="Snapshot the core's whole state and record every later event and "
+    "decision, with a SNAPSHOT every N events (the recorder's "
+    "--record-snapshot-interval). Answered once the start SNAPSHOT is written.",
+    response_model=RecorderOut,
+    dependencies=[Depends(require_token)],
+    responses={
+        400: {"model": ErrorOut, "description": "A bad file name (a path, '..', a character)."},
+        409: {"model": ErrorOut, "description": "Already recording, or the name is taken."},
+        502: {"model": ErrorOut, "description": "The recorder could not start."},
+        **_ERRORS,
+    },
+)
+async def start_recording(backend: BackendDep, body: StartRequest | None = None) -> RecorderOut:
+    """``xceadmin scheduler record start [FILE]``."""
+    name = body.name if body is not None else None
+    if name is not None:
+        try:
+            name = recording_name(name)
+        except RecordingNameError as exc:
+            raise HTTPException(status.HTTP_400_BAD_REQUEST, str(exc)) from None
+    reply = await backend.command(RecorderCommand(action="start", name=name))
+    if not reply.ok:
+        code = status.HTTP_409_CONFLICT if reply.conflict else status.HTTP_502_BAD_GATEWAY
+        raise HTTPException(code, reply.error or "refused")
+    return RecorderOut.of(reply.status, time.time())
+
+
+@record.post(
+    "/stop",
+    summary="Stop recording",
+    description="Record the events up to the stream's end now, then export the "
+    "recording to its file; the answer comes at once (state 'stopping'), the file "
+    "is listed once the recorder is idle again.",
+    response_model=RecorderOut,
+    dependencies=[Depends(require_token)],
+    responses={409: {"model": ErrorOut, "description": "Not recording."}, **_ERRORS},
+)
+async def stop_recording(backend: BackendDep) -> RecorderOut:
+    """``xceadmin scheduler record stop``."""
+    reply = await backend.command(RecorderCommand(action="stop"))
+    if not reply.ok:
+        code = status.HTTP_409_CONFLICT if reply.conflict else status.HTTP_502_BAD_GATEWAY
+        raise HTTPException(code, reply.error or "refused")
+    return RecorderOut.of(reply.status, time.time())
+
+
+@record.get(
+    "/status",
+    summary="Recording status",
+    response_model=RecorderOut,
+    responses={503: _ERRORS[503]},
+)
+async def recording_status(backend: BackendDep) -> RecorderOut:
+    """The recorder's state as it last published it."""
+    return RecorderOut.of(await backend.recorder_status(), time.time())
+
+
+recordings = APIRouter(prefix="/scheduler/recordings", tags=["recordings"])
+
+
+@recordings.get("", summary="List recordings", response_model=RecordingList)
+async def list_recordings(
+    folder: Annotated[RecordingsDir, Depends(get_recordings)],
+) -> RecordingList:
+    """Every finished recording in the recordings directory, by name."""
+    return RecordingList(
+        recordings=[
+            RecordingFile(name=r.name, size_bytes=r.size_bytes, modified=r.modified)
+            for r in folder.list()
+        ]
+    )
+
+
+@recordings.get(
+    "/{name:path}",
+    summary="Download a recording",
+    response_class=FileResponse,
+    dependencies=[Depends(require_token)],
+    responses={
+        200: {
+            "description": "The recording, JSONL (gzip-compressed for .jsonl.gz).",
+            "content": {"application/gzip": {}, "application/x-ndjson": {}},
+        },
+        400: {"model": ErrorOut, "description": "Not a recording name (a path, '..')."},
+        404: {"model": ErrorOut, "description": "No recording of that name."},
+        401: _ERRORS[401],
+    },
+)
+async def download_recording(
+    name: Annotated[
+        str,
+        PathParam(
+            description="A recording's file name, as listed.",
+            examples=["night-run.jsonl.gz"],
+            # Documented; checked by the handler (400 naming the rule).
+            json_schema_extra={"pattern": FILE_PATTERN, "maxLength": MAX_NAME_LENGTH},
+        ),
+    ],
+    folder: Annotated[RecordingsDir, Depends(get_recordings)],
+) -> FileResponse:
+    """One recording file, as it is."""
+    try:
+        path = folder.file(name)
+    except RecordingNameError as exc:
+        raise HTTPException(status.HTTP_400_BAD_REQUEST, str(exc)) from None
+    if path is None:
+        raise HTTPException(status.HTTP_404_NOT_FOUND, f"no recording named {name!r}")
+    media = "application/gzip" if name.endswith(".gz") else "application/x-ndjson"
+    return FileResponse(path, media_type=media, filename=name)
+
+
+scheduler = APIRouter(prefix="/scheduler", tags=["scheduler"])
+
+
+@scheduler.get(
+    "/status",
+    summary="Scheduler status",
+    response_model=SchedulerStatusOut,
+    responses={503: _ERRORS[503]},
+)
+async def scheduler_status(backend: BackendDep) -> SchedulerStatusOut:
+    """The core's last round (time, duration, pending and running jobs, lag) and the
+    recorder's state."""
+    now = time.time()
+    core = await backend.core_status()
+    recorder = await backend.recorder_status()
+    return SchedulerStatusOut(
+        core=CoreOut.of(core, now) if core is not None else None,
+        recorder=RecorderOut.of(recorder, now),
+    )
+
+
+ops = APIRouter(tags=["operations"])
+
+
+@ops.get("/health", summary="Health", response_model=HealthOut)
+async def health(backend: BackendDep) -> HealthOut:
+    """Always 200 while the server runs; says whether Redis and NATS answer."""
+    redis_ok, nats_ok = await backend.health()
+    overall = "ok" if redis_ok and nats_ok else "degraded"
+    return HealthOut(status=overall, redis=redis_ok, nats=nats_ok)
+
+
+@ops.get(
+    "/metrics",
+    summary="Prometheus metrics",
+    response_class=Response,
+    responses={200: {"content": {"text/plain": {}}, "description": "Prometheus text format."}},
+)
+async def metrics(request: Request) -> Response:
+    """The admin server's metrics, in Prometheus' text format."""
+    registry: CollectorRegistry = request.app.state.metrics.registry
+    return Response(generate_latest(registry), media_type=CONTENT_TYPE_LATEST)
+
+
+async def _unavailable(request: Request, exc: Exception) -> JSONResponse:
+    return JSONResponse({"detail": str(exc)}, status_code=status.HTTP_503_SERVICE_UNAVAILABLE)
+
+
+def create_app(settings: AdminSettings, backend: Backend | None = None) -> FastAPI:
+    """The admin API.
+
+    Args:
+        settings: token, servers, recordings directory.
+        backend: what it talks to; default a ``LiveBackend`` on the settings' servers
+            (connected lazily, closed at shutdown).
+    """
+    live = LiveBackend(settings.redis_url, settings.nats_url, settings.command_timeout_s)
+    chosen: Backend = live if backend is None else backend
+
+    @asynccontextmanager
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        try:
+            yield
+        finally:
+            await live.close()
+
+    app = FastAPI(
+        title="XCE scheduler admin API",
+        version="1.0",
+        description=__doc__,
+        lifespan=lifespan,
+    )
+    app.state.settings = settings
+    app.state.backend = chosen
+    app.state.metrics = AdminMetrics()
+    app.add_exception_handler(Unavailable, _unavailable)
+    for router in (record, recordings, scheduler, ops):
+        app.include_router(router)
+    app.add_middleware(MetricsMiddleware, metrics=app.state.metrics)
+    return app

@@ -1,0 +1,205 @@
+"""``xceadmin``: the admin API from the command line (Req 10 AC 9).
+
+```
+xceadmin scheduler record start [FILE]     # start recording (FILE: a name in the
+                                           # recordings directory)
+xceadmin scheduler record stop             # stop; the file appears once exported
+xceadmin scheduler record status           # the recorder's state
+xceadmin scheduler recordings              # the recordings
+xceadmin scheduler status                  # core (last round, jobs, lag) and recorder
+```
+
+The server is ``--url`` (default ``$XCE_ADMIN_URL``, else ``http://127.0.0.1:8080``);
+the token is ``$XCE_ADMIN_TOKEN`` (or ``--token``). Every failure is one line on
+stderr. Exit status: 0 done; 1 refused by the server (bad name, wrong token, already
+recording, …); 2 bad usage; 3 the server cannot be reached or failed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from collections.abc import Sequence
+from typing import Any
+
+import httpx
+
+DEFAULT_URL = "http://127.0.0.1:8080"
+
+EXIT_REFUSED = 1
+EXIT_USAGE = 2
+EXIT_UNAVAILABLE = 3
+
+
+class CliError(Exception):
+    """A failure to report in one line, with its exit status."""
+
+    def __init__(self, message: str, code: int) -> None:
+        super().__init__(message)
+        self.code = code
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The ``xceadmin`` command line."""
+    parser = argparse.ArgumentParser(
+        prog="xceadmin", description="Administer the XCE scheduler through its admin API."
+    )
+    parser.add_argument(
+        "--url",
+        default=os.environ.get("XCE_ADMIN_URL", DEFAULT_URL),
+        help="admin API URL (default $XCE_ADMIN_URL or %(default)s)",
+    )
+    parser.add_argument(
+        "--token",
+        default=os.environ.get("XCE_ADMIN_TOKEN"),
+        help="bearer token (default $XCE_ADMIN_TOKEN)",
+    )
+    parser.add_argument(
+        "--timeout", type=float, default=90.0, help="seconds to wait for an answer (default 90)"
+    )
+    top = parser.add_subparsers(dest="area", required=True, metavar="scheduler")
+    sched = top.add_parser("scheduler", help="the scheduler").add_subparsers(
+        dest="what", required=True, metavar="{record,recordings,status}"
+    )
+    record = sched.add_parser("record", help="recording control").add_subparsers(
+        dest="action", required=True, metavar="{start,stop,status}"
+    )
+    start = record.add_parser("start", help="start recording")
+    start.add_argument("file", nargs="?", default=None, help="file name (default rec-<time>)")
+    record.add_parser("stop", help="stop recording and export the file")
+    record.add_parser("status", help="the recorder's state")
+    sched.add_parser("recordings", help="list the recordings")
+    sched.add_parser("status", help="the core's and the recorder's state")
+    return parser
+
+
+def _call(
+    args: argparse.Namespace, method: str, path: str, body: dict[str, Any] | None = None
+) -> Any:
+    """One request; the decoded JSON answer.
+
+    Raises:
+        CliError: the server cannot be reached, refuses (4xx) or fails (5xx).
+    """
+    url = args.url.rstrip("/") + path
+    headers = {"Authorization": f"Bearer {args.token}"} if args.token else {}
+    try:
+        response = httpx.request(method, url, json=body, headers=headers, timeout=args.timeout)
+    except httpx.InvalidURL as exc:
+        raise CliError(f"bad --url {args.url!r}: {exc}", EXIT_USAGE) from None
+    except httpx.UnsupportedProtocol:
+        raise CliError(f"bad --url {args.url!r}: use http:// or https://", EXIT_USAGE) from None
+    except httpx.TimeoutException:
+        raise CliError(
+            f"the admin server at {args.url} did not answer within {args.timeout:g} s",
+            EXIT_UNAVAILABLE,
+        ) from None
+    except httpx.HTTPError as exc:
+        raise CliError(
+            f"cannot reach the admin server at {args.url} ({exc or type(exc).__name__})",
+            EXIT_UNAVAILABLE,
+        ) from None
+    detail = _detail(response)
+    if response.status_code == 401:
+        hint = "" if args.token else " (set XCE_ADMIN_TOKEN or --token)"
+        raise CliError(f"unauthorized: {detail}{hint}", EXIT_REFUSED)
+    if 400 <= response.status_code < 500:
+        raise CliError(detail, EXIT_REFUSED)
+    if response.status_code >= 300:
+        raise CliError(f"server error {response.status_code}: {detail}", EXIT_UNAVAILABLE)
+    try:
+        return response.json()
+    except ValueError:
+        raise CliError(f"the server at {args.url} did not answer JSON", EXIT_UNAVAILABLE) from None
+
+
+def _detail(response: httpx.Response) -> str:
+    try:
+        detail = response.json().get("detail")
+    except (ValueError, AttributeError):
+        detail = None
+    if isinstance(detail, str):
+        return detail
+    if isinstance(detail, list) and detail:  # FastAPI's validation errors
+        first = detail[0]
+        if isinstance(first, dict):
+            where = ".".join(str(p) for p in first.get("loc", ()))
+            return f"{where}: {first.get('msg', 'invalid')}"
+    return f"HTTP {response.status_code} {response.reason_phrase}".strip()
+
+
+def _recorder_line(rec: dict[str, Any]) -> str:
+    state = rec.get("state", "?")
+    if state in ("recording", "stopping"):
+        line = (
+            f"recorder: {state} {rec.get('name')} since {rec.get('started')}, events "
+            f"{rec.get('start_seq')}..{rec.get('seq')}, {rec.get('lines')} lines, "
+            f"{rec.get('snapshots')} snapshots"
+        )
+    elif state == "exporting":
+        line = f"recorder: exporting {rec.get('name')} ({rec.get('lines')} lines)"
+    else:
+        last = rec.get("last_file")
+        line = "recorder: idle" + (f", last recording {last}" if last else "")
+    if rec.get("last_error"):
+        line += f"; last error: {rec['last_error']}"
+    if not rec.get("recorder_up"):
+        line += " (the recorder service is not running)"
+    return line
+
+
+def _core_line(core: dict[str, Any] | None) -> str:
+    if core is None:
+        return "core: no round yet"
+    return (
+        f"core: event seq {core['seq']}, last round at ts {core['last_round_ts']} "
+        f"({core['round_seconds'] * 1000:.1f} ms, {core['age_seconds']:.1f} s ago); "
+        f"jobs pending {core['pending']}, running {core['running']}, suspended "
+        f"{core['suspended']}; lag {core['lag_seconds']:.3f} s, {core['events_waiting']} "
+        "events waiting"
+    )
+
+
+def run(args: argparse.Namespace) -> str:
+    """Do the command; the text to print.
+
+    Raises:
+        CliError: as ``_call``.
+    """
+    if args.what == "record":
+        if args.action == "start":
+            rec = _call(args, "POST", "/scheduler/record/start", {"name": args.file})
+            return (
+                f"recording {rec['name']} from event seq {rec['start_seq']} "
+                f"(stop with: xceadmin scheduler record stop)"
+            )
+        if args.action == "stop":
+            rec = _call(args, "POST", "/scheduler/record/stop")
+            return f"stopping; the recording will be {rec['name']} in the recordings directory"
+        return _recorder_line(_call(args, "GET", "/scheduler/record/status"))
+    if args.what == "recordings":
+        listed = _call(args, "GET", "/scheduler/recordings")["recordings"]
+        if not listed:
+            return "no recordings"
+        return "\n".join(f"{r['name']}\t{r['size_bytes']}\t{r['modified']}" for r in listed)
+    status = _call(args, "GET", "/scheduler/status")
+    return _core_line(status.get("core")) + "\n" + _recorder_line(status["recorder"])
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run ``xceadmin``; the exit status (see the module docstring)."""
+    args = build_parser().parse_args(argv)
+    try:
+        print(run(args))
+    except CliError as exc:
+        print(f"xceadmin: error: {exc}", file=sys.stderr)
+        return exc.code
+    except (KeyError, TypeError, AttributeError):
+        print(f"xceadmin: error: unexpected answer from {args.url}", file=sys.stderr)
+        return EXIT_UNAVAILABLE
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

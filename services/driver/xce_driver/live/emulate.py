@@ -1,0 +1,294 @@
+"""The cluster emulator over NATS: a controller and its hosts, in scaled real time.
+
+``xce-sched emulate`` plays, against the live services (``xce-bridge`` and
+``xce-core-service``), what ``xce_driver.emulator.ClusterEmulator`` plays against an
+in-process core: it publishes the configuration and the hosts, submits each job of
+the workload at its submit time (workload seconds divided by ``speed``), and answers
+the decisions forwarded on ``xce.ctl.decisions.<OP>`` as the hosts would:
+
+* ``DISPATCH``: the job runs for its run time (divided by ``speed``: a timer on the
+  event loop), then is reported ``DONE``, or ``EXIT`` when its queue's run limit
+  comes first (time suspended does not count);
+* ``PREEMPT``: each victim still running is suspended and reported ``SUSP``; it
+  keeps the run time it has left;
+* ``RESUME``: the job runs its remaining time from now (nothing is reported);
+* ``PEND`` as larger than the cluster: the job is rejected (``EXIT``); a job of a
+  closed queue is refused at submission and never sent.
+
+The job bookkeeping (``JobRun``, ``JobRecord``, the rejection rules) is the virtual-time
+emulator's. Times in the records are workload seconds: wall time since the start
+times ``speed``, from the first submission; a job's start is the time of the round
+that dispatched it (its decision's ``ts``, the bridge's wall clock, which must be
+this machine's). Decisions older than the emulator's start (of an earlier run) are
+ignored. Run it against a fresh core: jobids the core already knows are refused.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import itertools
+import logging
+import time
+from collections.abc import Sequence
+
+import orjson
+from nats.aio.client import Client as NatsClient
+from nats.aio.msg import Msg
+from pydantic import ValidationError
+from xce_schemas import (
+    Dispatch,
+    HostSpec,
+    JobState,
+    Pend,
+    Preempt,
+    Resume,
+    SchedulerConfig,
+    parse_decision,
+)
+from xce_schemas.controller import CTL_DECISIONS_SUBJECTS, JobsSubmit, ctl_subject
+from xce_schemas.events import (
+    ConfigPushPayload,
+    JobRequest,
+    JobStateChangePayload,
+    WorkersPushPayload,
+)
+
+from xce_driver.emulator import (
+    NS,
+    REJECT_LARGER_THAN_CLUSTER,
+    REJECT_QUEUE_CLOSED,
+    JobRun,
+    Workload,
+    job_priority,
+    refused_at_submission,
+    rejected_by_controller,
+)
+from xce_driver.live.connection import connect_nats
+from xce_driver.workloads.mapping import SimJob
+
+log = logging.getLogger("xce_driver.live.emulate")
+
+
+class LiveEmulator(Workload):
+    """A workload's controller and hosts over NATS, in real time scaled by ``speed``.
+
+    Args:
+        jobs: the workload, in submit order (``SimJob``: times in workload seconds).
+        hosts: the cluster's hosts, published once at the start.
+        config: the scheduler configuration, published first.
+        nats_url: NATS server URL(s).
+        speed: workload seconds per wall second (> 0): 100 runs a 100 s job in 1 s.
+
+    Raises:
+        ValueError: a speed that is not positive and finite.
+    """
+
+    def __init__(
+        self,
+        jobs: Sequence[SimJob],
+        hosts: Sequence[HostSpec],
+        config: SchedulerConfig,
+        *,
+        nats_url: str,
+        speed: float,
+    ) -> None:
+        if not (0 < speed < float("inf")):
+            raise ValueError(f"speed must be positive, not {speed}")
+        super().__init__(jobs, hosts, config)
+        self._nats_url = nats_url
+        self._speed = speed
+        self._first_s = min((job.submit_s for job in jobs), default=0)
+        self._runs: dict[int, JobRun] = {}
+        self._timers: dict[int, asyncio.TimerHandle] = {}
+        self._outbox: asyncio.Queue[tuple[str, bytes]] = asyncio.Queue()
+        self._all_done = asyncio.Event()
+        self._wall0 = 0
+        self._nc: NatsClient | None = None
+
+    # --- time ------------------------------------------------------------------------
+
+    def _now(self) -> int:
+        """Workload time now, ns from the workload's origin."""
+        return self._at(time.time_ns())
+
+    def _at(self, wall_ns: int) -> int:
+        """Workload time of the wall clock ``wall_ns``, ns from the workload's origin."""
+        return self._first_s * NS + int((wall_ns - self._wall0) * self._speed)
+
+    # --- the run -----------------------------------------------------------------------
+
+    async def run(self, timeout_s: float | None = None) -> bool:
+        """Bring the cluster up, submit every job and answer decisions until every job
+        finished or was rejected.
+
+        Args:
+            timeout_s: give up after this many wall seconds (None: never).
+
+        Returns:
+            True when every job is done; False when ``timeout_s`` passed first.
+
+        Raises:
+            nats.errors.Error, OSError: NATS cannot be reached at start.
+        """
+        nc = self._nc = await connect_nats(self._nats_url, "xce-sched-emulate", log)
+        try:
+            await nc.subscribe(
+                CTL_DECISIONS_SUBJECTS, cb=self._on_decision, pending_msgs_limit=1_000_000
+            )
+            await nc.flush()
+            self._wall0 = time.time_ns()
+            sender = asyncio.create_task(self._send_loop(nc))
+            self._send("config", ConfigPushPayload(config=self._config).model_dump_json())
+            self._send("hosts", WorkersPushPayload(hosts=self._hosts).model_dump_json())
+            submitter = asyncio.create_task(self._submit_loop())
+            self._check_done()
+            try:
+                await asyncio.wait_for(self._all_done.wait(), timeout_s)
+                finished = True
+            except TimeoutError:
+                finished = False
+            submitter.cancel()
+            for handle in self._timers.values():
+                handle.cancel()
+            await self._outbox.join()  # everything reported is on its way
+            sender.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await asyncio.gather(submitter, sender)
+            await nc.flush()
+            return finished
+        finally:
+            if not nc.is_closed:
+                await nc.close()
+
+    def _send(self, kind: str, data: str | bytes) -> None:
+        """Queue a controller message (sent in order by ``_send_loop``)."""
+        payload = data.encode() if isinstance(data, str) else data
+        self._outbox.put_nowait((ctl_subject(kind), payload))
+        self.stats.events += 1
+
+    async def _send_loop(self, nc: NatsClient) -> None:
+        while True:
+            subject, payload = await self._outbox.get()
+            try:
+                await nc.publish(subject, payload)
+            finally:
+                self._outbox.task_done()
+
+    async def _submit_loop(self) -> None:
+        """Submit the jobs at their submit times, one message per instant."""
+        loop = asyncio.get_running_loop()
+        start = loop.time()
+        jobs = sorted(self._jobs.values(), key=lambda job: job.submit_s)
+        for submit_s, group in itertools.groupby(jobs, key=lambda job: job.submit_s):
+            delay = start + (submit_s - self._first_s) / self._speed - loop.time()
+            if delay > 0:
+                await asyncio.sleep(delay)
+            requests = []
+            for job in group:
+                queue = self._queues.get(job.queue)
+                if refused_at_submission(queue):
+                    self._reject(job.jobid, REJECT_QUEUE_CLOSED)
+                    continue
+                requests.append(
+                    JobRequest(
+                        jobid=job.jobid,
+                        queue=job.queue,
+                        user=job.user,
+                        priority=job_priority(job, queue),
+                        tasks=job.tasks,
+                        resreq=job.resreq,
+                    )
+                )
+            if requests:
+                self._send("jobs", JobsSubmit(jobs=tuple(requests)).model_dump_json())
+
+    # --- decisions -----------------------------------------------------------------------
+
+    async def _on_decision(self, msg: Msg) -> None:
+        try:
+            decision = parse_decision(orjson.loads(msg.data))
+        except (orjson.JSONDecodeError, ValidationError, TypeError) as exc:
+            log.warning("%s: not a decision (%s)", msg.subject, exc)
+            return
+        if decision.ts < self._wall0:
+            return  # a decision of an earlier run
+        counts = self.stats.decisions
+        counts[decision.op] = counts.get(decision.op, 0) + 1
+        self.stats.rounds += decision.op == "NEW_SESSION"
+        if isinstance(decision, Dispatch):
+            self._dispatch(decision)
+        elif isinstance(decision, Pend):
+            record = self.records.get(decision.jobid)
+            if record is not None and not record.rejected and rejected_by_controller(decision):
+                self._report(decision.jobid, JobState.EXIT)
+                self._reject(decision.jobid, REJECT_LARGER_THAN_CLUSTER)
+        elif isinstance(decision, Preempt):
+            for victim in decision.victim_jobids:
+                self._suspend(victim)
+        elif isinstance(decision, Resume):
+            self._resume(decision.jobid)
+
+    def _report(self, jobid: int, state: JobState) -> None:
+        self._send("job_state", JobStateChangePayload(jobid=jobid, state=state).model_dump_json())
+
+    def _run(self, jobid: int, run: JobRun, now: int) -> None:
+        """Let the job run from ``now`` (workload ns): a timer for its finish."""
+        span_ns = run.run_from(now)
+        loop = asyncio.get_running_loop()
+        self._timers[jobid] = loop.call_later(span_ns / NS / self._speed, self._finish, jobid)
+
+    def _dispatch(self, decision: Dispatch) -> None:
+        jobid = decision.jobid
+        record = self.records.get(jobid)
+        if record is None or record.start_s is not None or record.rejected:
+            log.warning("DISPATCH of job %d, which is not waiting here: ignored", jobid)
+            return
+        job = self._jobs[jobid]
+        record.start_s = max(job.submit_s, self._at(decision.ts) // NS)
+        record.hosts = tuple(host.host for host in decision.alloc.hosts)
+        now = self._now()
+        run = self._runs[jobid] = JobRun.start(job, self._queues.get(job.queue), now)
+        self._run(jobid, run, now)
+
+    def _finish(self, jobid: int) -> None:
+        run = self._runs.pop(jobid, None)
+        self._timers.pop(jobid, None)
+        if run is None:
+            return
+        killed = run.killed_at_finish
+        self._report(jobid, JobState.EXIT if killed else JobState.DONE)
+        record = self.records[jobid]
+        record.end_s = max(record.start_s or 0, self._now() // NS)
+        record.killed_by_runlimit = killed
+        self.stats.done += 1
+        self._check_done()
+
+    def _suspend(self, jobid: int) -> None:
+        run = self._runs.get(jobid)
+        if run is None or run.suspended:
+            return  # finished meanwhile, or not ours: a host has nothing to stop
+        handle = self._timers.pop(jobid, None)
+        if handle is not None:
+            handle.cancel()
+        run.suspend(self._now())
+        self._report(jobid, JobState.SUSP)
+        self.records[jobid].times_suspended += 1
+        self.stats.suspensions += 1
+
+    def _resume(self, jobid: int) -> None:
+        run = self._runs.get(jobid)
+        if run is None or not run.suspended:
+            return
+        now = self._now()
+        self.records[jobid].suspended_s += (now - run.since_ns) // NS
+        self._run(jobid, run, now)
+        self.stats.resumes += 1
+
+    def _reject(self, jobid: int, reason: str) -> None:
+        super()._reject(jobid, reason)
+        self._check_done()
+
+    def _check_done(self) -> None:
+        if self.stats.done >= len(self.records):
+            self._all_done.set()

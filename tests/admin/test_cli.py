@@ -1,0 +1,138 @@
+"""``xceadmin`` against a real HTTP server (uvicorn in a thread, in-memory backend):
+its commands, one-line errors and exit statuses; never a traceback."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+import uvicorn
+from xce_admin import cli
+from xce_admin.app import AdminSettings, create_app
+
+from tests.admin.fakes import TOKEN, FakeBackend
+from tests.live.servers import free_port
+
+
+@pytest.fixture
+def server(backend: FakeBackend, recordings: Path) -> Iterator[str]:
+    """The admin API on a free loopback port; its URL."""
+    port = free_port()
+    app = create_app(AdminSettings(token=TOKEN, recordings_dir=recordings), backend)
+    config = uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning")
+    running = uvicorn.Server(config)
+    thread = threading.Thread(target=running.run, daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 20
+    while not running.started:
+        assert time.monotonic() < deadline, "the admin server did not start"
+        time.sleep(0.01)
+    yield f"http://127.0.0.1:{port}"
+    running.should_exit = True
+    thread.join(timeout=10)
+
+
+def xceadmin(
+    capsys: pytest.CaptureFixture[str], url: str, *args: str, token: str | None = TOKEN
+) -> tuple[int, str, str]:
+    argv = ["--url", url, *(["--token", token] if token else []), *args]
+    code = cli.main(argv)
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def test_record_start_stop_and_status(
+    server: str, backend: FakeBackend, capsys: pytest.CaptureFixture[str], recordings: Path
+) -> None:
+    code, out, err = xceadmin(capsys, server, "scheduler", "record", "start", "night")
+    assert (code, err) == (0, "")
+    assert (
+        out
+        == "recording night.jsonl.gz from event seq 0 (stop with: xceadmin scheduler record stop)\n"
+    )
+    code, out, _ = xceadmin(capsys, server, "scheduler", "status")
+    assert code == 0
+    assert out.splitlines() == [
+        "core: no round yet",
+        "recorder: recording night.jsonl.gz since 2024-01-01T00:00:00Z, events 0..0, 0 lines, 0 snapshots",
+    ]
+    code, out, _ = xceadmin(capsys, server, "scheduler", "record", "stop")
+    assert (code, out) == (
+        0,
+        "stopping; the recording will be night.jsonl.gz in the recordings directory\n",
+    )
+    code, out, _ = xceadmin(capsys, server, "scheduler", "record", "status")
+    assert (code, out) == (0, "recorder: idle, last recording night.jsonl.gz\n")
+    (recordings / "night.jsonl.gz").write_bytes(b"x")
+    code, out, _ = xceadmin(capsys, server, "scheduler", "recordings")
+    assert code == 0 and out.startswith("night.jsonl.gz\t1\t")
+
+
+@pytest.mark.parametrize(
+    ("args", "token", "code", "message"),
+    [
+        (
+            ["scheduler", "record", "start"],
+            None,
+            1,
+            "xceadmin: error: unauthorized: this endpoint needs 'Authorization: Bearer <XCE_ADMIN_TOKEN>' (set XCE_ADMIN_TOKEN or --token)",
+        ),
+        (["scheduler", "record", "stop"], "nope", 1, "xceadmin: error: unauthorized: wrong token"),
+        (
+            ["scheduler", "record", "start", "../etc/passwd"],
+            TOKEN,
+            1,
+            "xceadmin: error: recording name '../etc/passwd' is a path; give a file name only (no '/' or '\\')",
+        ),
+        (["scheduler", "record", "stop"], TOKEN, 1, "xceadmin: error: not recording"),
+    ],
+    ids=["no token", "wrong token", "path traversal", "stop when idle"],
+)
+def test_refusals_are_one_line(
+    server: str,
+    capsys: pytest.CaptureFixture[str],
+    args: list[str],
+    token: str | None,
+    code: int,
+    message: str,
+) -> None:
+    got, out, err = xceadmin(capsys, server, *args, token=token)
+    assert (got, out, err) == (code, "", message + "\n")
+
+
+def test_a_server_down_is_one_line_and_exit_3(capsys: pytest.CaptureFixture[str]) -> None:
+    url = f"http://127.0.0.1:{free_port()}"
+    code, out, err = xceadmin(capsys, url, "scheduler", "status")
+    assert code == 3 and out == ""
+    assert err.startswith(f"xceadmin: error: cannot reach the admin server at {url} (")
+    assert err.count("\n") == 1 and "Traceback" not in err
+
+
+def test_a_backend_down_is_a_server_error_line(
+    server: str, backend: FakeBackend, capsys: pytest.CaptureFixture[str]
+) -> None:
+    backend.down = True
+    code, _, err = xceadmin(capsys, server, "scheduler", "record", "start")
+    assert code == 3
+    assert err == (
+        "xceadmin: error: server error 503: the recorder service is not running "
+        "(nobody answers on xce.recorder.control)\n"
+    )
+
+
+@pytest.mark.parametrize(
+    "url", ["ftp://example", "http://[::1", "not a url"], ids=["scheme", "bracket", "words"]
+)
+def test_a_bad_url_is_a_usage_error(capsys: pytest.CaptureFixture[str], url: str) -> None:
+    code, _, err = xceadmin(capsys, url, "scheduler", "status")
+    assert code == 2 and err.startswith("xceadmin: error: bad --url") and err.count("\n") == 1
+
+
+def test_usage_errors_exit_2(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as stop:
+        cli.main(["scheduler", "record", "pause"])
+    assert stop.value.code == 2
+    assert "invalid choice: 'pause'" in capsys.readouterr().err

@@ -1,0 +1,502 @@
+"""The controller bridge and the cluster emulator over NATS, against real servers.
+
+End to end: ``xce-sched emulate`` (controller and hosts) → ``xce.ctl.*`` → the bridge
+→ ``XCE_EVENTS`` → the core service → ``XCE_DECISIONS`` → the bridge →
+``xce.ctl.decisions.*`` → the emulator, until every job finished or was rejected;
+the decisions on the stream are, byte for byte, those of an in-process ``SchedCore``
+fed the very events read back from ``XCE_EVENTS`` (the live path is the same core),
+and no host ever holds more than its slots. Bad controller messages are
+dead-lettered while the bridge goes on; ``ts`` never goes back, not across a clock
+stepping back, a bridge restart, another publisher or a NATS server restart.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import random
+import shutil
+import signal
+import sys
+import urllib.request
+from collections import Counter
+from collections.abc import Awaitable, Callable, Iterator
+from pathlib import Path
+
+import orjson
+import pytest
+from nats.js import JetStreamContext
+from xce_core.core import SchedCore
+from xce_driver.live.bridge import Bridge, BridgeOptions, decode_ctl
+from xce_driver.live.core_service import CoreService, CoreServiceOptions
+from xce_schemas import CoreEvent, DeadLetter, Decision, Dispatch, JobState, parse_event
+from xce_schemas.bus import DEADLETTER_STREAM, DECISIONS_STREAM, EVENTS_STREAM, MSG_ID_HEADER
+from xce_schemas.controller import CTL_DECISIONS_SUBJECTS, DECISION_ID_HEADER
+
+from tests.live.helpers import (
+    Stored,
+    connected,
+    read_stream,
+    reference_decisions,
+    run,
+    wait_until,
+)
+from tests.live.servers import accepts, free_port
+
+pytestmark = [pytest.mark.nats, pytest.mark.redis]
+
+NS = 1_000_000_000
+
+
+def swf_trace(path: Path, jobs: int = 30, seed: int = 5) -> Path:
+    """A small SWF trace: ``jobs`` jobs over 300 s, 1-4 processors, 20-200 s each,
+    queue 1 (``urgent``) for every fifth job, and one job of 100 processors, larger
+    than any cluster the tests use."""
+    rng = random.Random(seed)
+    lines = ["; MaxProcs: 8", "; UnixStartTime: 0"]
+    for number in range(1, jobs + 1):
+        submit = (number - 1) * 300 // jobs
+        procs = 100 if number == 7 else rng.randint(1, 4)
+        run_s = rng.randint(20, 200)
+        queue = 1 if number % 5 == 0 else 2
+        fields = [number, submit, -1, run_s, procs, -1, -1, procs, run_s, -1, 1, 1, 1, 1]
+        lines.append(" ".join(map(str, [*fields, queue, 1, -1, -1])))
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+def queue_file(path: Path) -> Path:
+    """``urgent`` preempts ``normal``; ``normal`` jobs are killed after 150 s."""
+    queues = [
+        {"name": "urgent", "priority": 100, "preemptible_queues": ["normal"]},
+        {"name": "normal", "priority": 30, "preemptible": True, "run_limit_s": 150},
+    ]
+    path.write_bytes(orjson.dumps(queues))
+    return path
+
+
+def events_of(stored: list[Stored]) -> list[CoreEvent]:
+    return [parse_event(s.data) for s in stored]
+
+
+def occupancy_never_exceeds_capacity(events: list[CoreEvent]) -> Iterator[Decision]:
+    """Feed ``events`` to an in-process core and follow every host's slots through
+    its decisions and the job state changes; yields each decision.
+
+    Raises:
+        AssertionError: a host holds more slots than it has, naming it and when.
+    """
+    out: list[Decision] = []
+    core = SchedCore(on_decision=out.append, prng_seed=0)
+    capacity: dict[str, int] = {}
+    allocs: dict[int, Counter[str]] = {}
+    held: dict[int, Counter[str]] = {}
+    used: Counter[str] = Counter()
+    for event in events:
+        if event.type == "WORKERS_PUSH":
+            capacity.update({host.name: host.slots for host in event.payload.hosts})
+        elif event.type == "JOB_STATE_CHANGE" and event.payload.state in (
+            JobState.DONE,
+            JobState.EXIT,
+            JobState.SUSP,
+        ):
+            used.subtract(held.pop(event.payload.jobid, Counter()))
+        out.clear()
+        core.push_event(event)
+        for decision in out:
+            if isinstance(decision, Dispatch):
+                slots = Counter(host.host for host in decision.alloc.hosts)
+                allocs[decision.jobid] = slots
+                held[decision.jobid] = slots
+                used.update(slots)
+            elif decision.op == "RESUME":
+                held[decision.jobid] = allocs[decision.jobid]
+                used.update(allocs[decision.jobid])
+            for host, n in used.items():
+                assert n <= capacity[host], f"{host} holds {n} > {capacity[host]} at ts {event.ts}"
+            yield decision
+
+
+async def start_services(
+    nats_url: str, redis_url: str, round_interval_s: float = 0.05
+) -> tuple[CoreService, Bridge, list[asyncio.Task[None]]]:
+    """An in-process core service and bridge, the bridge listening."""
+    core = CoreService(CoreServiceOptions(nats_url=nats_url, redis_url=redis_url))
+    bridge = Bridge(BridgeOptions(nats_url=nats_url, round_interval_s=round_interval_s))
+    tasks = [asyncio.create_task(core.run()), asyncio.create_task(bridge.run())]
+
+    async def ready() -> bool:
+        for task in tasks:
+            if task.done():
+                task.result()
+        return bridge.ready.is_set()
+
+    await wait_until(ready, "the bridge to listen")
+    return core, bridge, tasks
+
+
+async def stop_services(core: CoreService, bridge: Bridge, tasks: list[asyncio.Task[None]]) -> None:
+    bridge.stop()
+    await tasks[1]
+    js_seq = bridge.published
+
+    async def caught_up() -> bool:
+        return core.seq >= js_seq
+
+    await wait_until(caught_up, "the core to handle every event")
+    core.stop()
+    await tasks[0]
+
+
+def test_the_emulator_runs_a_workload_through_bridge_and_core(
+    bus: tuple[str, str], tmp_path: Path
+) -> None:
+    nats_url, redis_url = bus
+    trace = swf_trace(tmp_path / "small.swf")
+    queues = queue_file(tmp_path / "queues.json")
+    argv = [
+        *("-m", "xce_driver.cli", "emulate", "--workload", str(trace), "--nats", nats_url),
+        *("--hosts", "4", "--slots-per-host", "2", "--speed", "150", "--timeout", "60"),
+        *("--swf-queues", "1=urgent:100,*=normal:30", "--queues", str(queues)),
+    ]
+
+    async def go() -> tuple[int, str, str, list[Stored], list[Stored]]:
+        core, bridge, tasks = await start_services(nats_url, redis_url)
+        proc = await asyncio.create_subprocess_exec(
+            sys.executable,
+            *argv,
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.PIPE,
+        )
+        out, err = await asyncio.wait_for(proc.communicate(), 90)
+        await stop_services(core, bridge, tasks)
+        async with connected(nats_url) as js:
+            events = await read_stream(js, EVENTS_STREAM)
+            decisions = await read_stream(js, DECISIONS_STREAM)
+        assert proc.returncode is not None
+        return proc.returncode, out.decode(), err.decode(), events, decisions
+
+    code, out, err, events, decisions = run(go())
+    assert code == 0, out + err
+    rows = {
+        line.split("│")[1].strip(): line.split("│")[2].strip()
+        for line in out.splitlines()
+        if line.count("│") == 3
+    }
+    assert rows["jobs"] == "30 total, 29 finished", out
+    assert rows["skipped / rejected / never started"] == "0 / 1 / 0", out
+    assert rows["wait mean / median / max"] != "n/a"
+    assert "wall time" in rows
+    # The live path is the same core: the very events, fed in-process, give the
+    # very decisions, byte for byte, in order.
+    parsed = events_of(events)
+    assert [d.data for d in decisions] == reference_decisions(parsed)
+    assert all(s.msg_id and s.msg_id.startswith("xce-bridge:") for s in events)
+    timestamps = [event.ts for event in parsed]
+    assert timestamps == sorted(timestamps), "ts went back"
+    made = list(occupancy_never_exceeds_capacity(parsed))
+    ops = Counter(d.op for d in made)
+    assert ops["DISPATCH"] >= 29
+    assert ops["PREEMPT"] >= 1 and ops["RESUME"] >= 1, ops  # urgent jobs preempt normal ones
+    states = Counter(e.payload.state for e in parsed if e.type == "JOB_STATE_CHANGE")
+    assert states[JobState.DONE] + states[JobState.EXIT] == 30  # 29 ended, 1 rejected
+    assert states[JobState.SUSP] >= 1
+    # Each job was submitted once, stamped by the bridge.
+    submitted = [j for e in parsed if e.type == "JOBS_PUSH" for j in e.payload.jobs]
+    assert sorted(j.jobid for j in submitted) == list(range(1, 31))
+    assert all(j.submit_ts == e.ts for e in parsed if e.type == "JOBS_PUSH" for j in e.payload.jobs)
+
+
+BAD_MESSAGES = [  # subject, data, the reason's start
+    ("xce.ctl.jobs", b"not json", "jobs rejected: message: Invalid JSON"),
+    ("xce.ctl.jobs", b'{"jobs": []}', "jobs rejected: jobs: Tuple should have at least 1 item"),
+    (
+        "xce.ctl.jobs",
+        b'{"jobs": [{"jobid": 1, "queue": "normal", "submit_ts": 5}]}',
+        "jobs rejected: jobs[0].submit_ts: Extra inputs are not permitted",
+    ),
+    (
+        "xce.ctl.job_state",
+        b'{"jobid": 1, "state": "FLYING"}',
+        "job_state rejected: state: Input should be",
+    ),
+    ("xce.ctl.hosts", b'{"hosts": [{"name": "h 1", "slots": 1}]}', "hosts rejected: hosts[0].name"),
+    ("xce.ctl.config", b'{"config": {}, "ts": 5}', "config rejected: ts: Extra inputs"),
+    ("xce.ctl.nosuch", b"{}", "subject 'xce.ctl.nosuch' names no controller kind"),
+    ("xce.ctl.decisions", b"{}", "subject 'xce.ctl.decisions' names no controller kind"),
+    ("xce.ctl.queue", b"\xff\xfe", "queue rejected: message: Invalid JSON"),
+]
+
+
+@pytest.mark.parametrize(
+    ("subject", "data", "reason"), BAD_MESSAGES, ids=[r for _, _, r in BAD_MESSAGES]
+)
+def test_decode_ctl_names_the_kind_and_field(subject: str, data: bytes, reason: str) -> None:
+    decoded = decode_ctl(subject, data)
+    assert isinstance(decoded, str) and decoded.startswith(reason), decoded
+
+
+def test_bad_controller_messages_go_to_the_dead_letter_and_the_bridge_goes_on(
+    bus: tuple[str, str],
+) -> None:
+    nats_url, _ = bus
+    good_config = b'{"config": {"queues": [{"name": "normal"}]}}'
+    good_job = b'{"jobs": [{"jobid": 1, "queue": "normal"}]}'
+
+    async def go() -> tuple[list[Stored], list[Stored], Bridge]:
+        bridge = Bridge(BridgeOptions(nats_url=nats_url, round_interval_s=3600))
+        task = asyncio.create_task(bridge.run())
+        await wait_until(lambda: _is_set(bridge.ready, task), "the bridge to listen")
+        async with connected(nats_url) as js:
+            nc = js._nc
+            await nc.publish("xce.ctl.config", good_config)
+            for subject, data, _ in BAD_MESSAGES:
+                await nc.publish(subject, data)
+            await nc.publish("xce.ctl.jobs", good_job)
+            await nc.flush()
+
+            async def through() -> bool:
+                return bridge.published == 2 and bridge.metrics.dead_letters._value.get() == len(
+                    BAD_MESSAGES
+                )
+
+            await wait_until(through, "both good messages on the stream")
+            bridge.stop()
+            await task
+            return (
+                await read_stream(js, EVENTS_STREAM),
+                await read_stream(js, DEADLETTER_STREAM),
+                bridge,
+            )
+
+    events, letters, bridge = run(go())
+    assert [s.subject for s in events] == ["xce.events.CONFIG_PUSH", "xce.events.JOBS_PUSH"]
+    job = parse_event(events[1].data)
+    assert job.type == "JOBS_PUSH" and job.payload.jobs[0].submit_ts == job.ts
+    assert [s.subject for s in letters] == ["xce.deadletter.bridge"] * len(BAD_MESSAGES)
+    for stored, (subject, data, reason) in zip(letters, BAD_MESSAGES, strict=True):
+        letter = DeadLetter.model_validate_json(stored.data)
+        assert letter.subject == subject
+        assert letter.reason.startswith(reason), letter.reason
+        assert letter.data == data.decode("utf-8", errors="backslashreplace")
+    sample = bridge.metrics.registry.get_sample_value
+    assert sample("xce_bridge_dead_letters_total") == len(BAD_MESSAGES)
+    assert sample("xce_bridge_messages_total", {"kind": "jobs"}) == 4
+    assert sample("xce_bridge_messages_total", {"kind": "unknown"}) == 2
+    assert sample("xce_bridge_events_total", {"type": "JOBS_PUSH"}) == 1
+    assert sample("xce_bridge_event_publish_seconds_count") == 2
+
+
+def _is_set(event: asyncio.Event, task: asyncio.Task[None]) -> Awaitable[bool]:
+    async def check() -> bool:
+        if task.done():
+            task.result()
+        return event.is_set()
+
+    return check()
+
+
+def test_ts_never_goes_back_across_clock_steps_restarts_and_other_publishers(
+    bus: tuple[str, str],
+) -> None:
+    nats_url, _ = bus
+    base = 1_700_000_000 * NS
+    # The clock steps back by a minute after the second reading.
+    readings = iter([base, base + 10, base - 60 * NS, base - 59 * NS, base + 20])
+    job = b'{"jobid": %d, "state": "DONE"}'
+
+    async def publish_and_wait(bridge: Bridge, task: asyncio.Task[None], count: int) -> None:
+        async with connected(nats_url) as js:
+            for jobid in range(count):
+                await js._nc.publish("xce.ctl.job_state", job % jobid)
+            await js._nc.flush()
+
+        async def through() -> bool:
+            if task.done():
+                task.result()
+            return bridge.published >= count
+
+        await wait_until(through, f"{count} events on the stream")
+
+    async def go() -> list[Stored]:
+        options = BridgeOptions(nats_url=nats_url, round_interval_s=3600)
+        first = Bridge(options, clock=lambda: next(readings))
+        task = asyncio.create_task(first.run())
+        await wait_until(lambda: _is_set(first.ready, task), "the first bridge")
+        await publish_and_wait(first, task, 5)
+        first.stop()
+        await task
+        async with connected(nats_url) as js:  # another publisher writes in between
+            await js.publish("xce.events.BEGIN_ROUND", b'{"type":"BEGIN_ROUND","ts":0}')
+        # A restarted bridge whose clock is an hour behind goes on from the stream.
+        second = Bridge(options, clock=lambda: base - 3600 * NS)
+        task = asyncio.create_task(second.run())
+        await wait_until(lambda: _is_set(second.ready, task), "the second bridge")
+        await publish_and_wait(second, task, 3)
+        second.stop()
+        await task
+        async with connected(nats_url) as js:
+            return await read_stream(js, EVENTS_STREAM)
+
+    stored = run(go())
+    ts = [parse_event(s.data).ts for s in stored]
+    assert ts[:5] == [base, base + 10, base + 10, base + 10, base + 20]
+    assert ts[5] == 0  # the other publisher's event
+    # The restarted bridge read the stream's last event (the foreign one, ts 0) and
+    # its own clock: an hour behind the first bridge, but never behind the stream.
+    assert ts[6:] == [base - 3600 * NS] * 3
+    assert len({s.msg_id for s in stored}) == len(stored)
+
+
+def test_the_bridge_rides_out_a_nats_server_restart(
+    bus: tuple[str, str], restart_nats: Callable[[], None]
+) -> None:
+    nats_url, _ = bus
+    job = b'{"jobid": %d, "state": "DONE"}'
+
+    async def publish(js: JetStreamContext, jobids: range) -> None:
+        for jobid in jobids:
+            await js._nc.publish("xce.ctl.job_state", job % jobid)
+        await js._nc.flush()
+
+    async def go() -> list[Stored]:
+        options = BridgeOptions(nats_url=nats_url, round_interval_s=0.1, ack_timeout_s=1.0)
+        bridge = Bridge(options)
+        task = asyncio.create_task(bridge.run())
+        await wait_until(lambda: _is_set(bridge.ready, task), "the bridge")
+        async with connected(nats_url) as js:
+            await publish(js, range(0, 20))
+        received = bridge.metrics.messages.labels("job_state")
+
+        async def taken() -> bool:
+            return received._value.get() == 20
+
+        # Killed with the bridge's publishes of them in flight, or some not yet acked.
+        await wait_until(taken, "the bridge to receive the first 20")
+        await asyncio.to_thread(restart_nats)
+
+        async def reconnected() -> bool:
+            if task.done():
+                task.result()
+            return bridge.reconnects >= 1
+
+        await wait_until(reconnected, "the bridge to reconnect")
+        async with connected(nats_url) as js:
+            await publish(js, range(20, 40))
+            rounds_before = int(bridge.metrics.rounds._value.get())
+
+            async def through() -> bool:
+                stored = await read_stream(js, EVENTS_STREAM)
+                states = sum(s.subject.endswith("JOB_STATE_CHANGE") for s in stored)
+                rounds_after = bridge.metrics.rounds._value.get()
+                return states == 40 and rounds_after >= rounds_before + 2
+
+            await wait_until(through, "every event after the restart")
+            bridge.stop()
+            await task
+            return await read_stream(js, EVENTS_STREAM)
+
+    stored = run(go())
+    parsed = [parse_event(s.data) for s in stored]
+    ts = [event.ts for event in parsed]
+    assert ts == sorted(ts)
+    jobids = [e.payload.jobid for e in parsed if e.type == "JOB_STATE_CHANGE"]
+    assert jobids == list(range(40)), "a controller message lost, repeated or reordered"
+    assert len({s.msg_id for s in stored}) == len(stored)
+
+
+def test_the_console_script_forwards_decisions_serves_metrics_and_stops_on_sigterm(
+    bus: tuple[str, str], tmp_path: Path
+) -> None:
+    nats_url, redis_url = bus
+    script = shutil.which("xce-bridge")
+    assert script is not None, "the console script xce-bridge is not installed"
+    port = free_port()
+    argv = [script, "--nats", nats_url, "--round-interval", "0.05", "--metrics-port", str(port)]
+    log = tmp_path / "bridge.log"
+
+    async def go() -> tuple[int, str, list[tuple[str, bytes, str | None]]]:
+        core = CoreService(CoreServiceOptions(nats_url=nats_url, redis_url=redis_url))
+        core_task = asyncio.create_task(core.run())
+        with open(log, "wb") as handle:
+            proc = await asyncio.create_subprocess_exec(*argv, stdout=handle, stderr=handle)
+        forwarded: list[tuple[str, bytes, str | None]] = []
+        async with connected(nats_url) as js:
+            nc = js._nc
+
+            async def on_decision(msg: object) -> None:
+                headers = getattr(msg, "headers", None) or {}
+                forwarded.append((msg.subject, msg.data, headers.get(DECISION_ID_HEADER)))  # type: ignore[attr-defined]
+
+            await nc.subscribe(CTL_DECISIONS_SUBJECTS, cb=on_decision)
+
+            async def listening() -> bool:
+                assert proc.returncode is None, log.read_text()
+                return accepts(port)
+
+            await wait_until(listening, "the bridge's metrics port")
+
+            async def configured() -> bool:
+                # Sent again until the bridge, subscribing, takes it.
+                await nc.publish("xce.ctl.config", b'{"config": {"queues": [{"name": "q"}]}}')
+                await nc.flush()
+                stored = await read_stream(js, EVENTS_STREAM)
+                return any(s.subject == "xce.events.CONFIG_PUSH" for s in stored)
+
+            await wait_until(configured, "the bridge to take the configuration")
+            await nc.publish("xce.ctl.hosts", b'{"hosts": [{"name": "h1", "slots": 2}]}')
+            await nc.publish("xce.ctl.jobs", b'{"jobs": [{"jobid": 1, "queue": "q", "tasks": 2}]}')
+
+            async def dispatched() -> bool:
+                return any(subject.endswith("DISPATCH") for subject, _, _ in forwarded)
+
+            await wait_until(dispatched, "the job's DISPATCH on xce.ctl.decisions.DISPATCH")
+            url = f"http://127.0.0.1:{port}/metrics"
+            text = await asyncio.to_thread(lambda: urllib.request.urlopen(url, timeout=5).read())
+            proc.send_signal(signal.SIGTERM)
+            code = await asyncio.wait_for(proc.wait(), 20)
+            core.stop()
+            await core_task
+            stored = await read_stream(js, DECISIONS_STREAM)
+        ids = {s.data: s.msg_id for s in stored}
+        for _, data, decision_id in forwarded:
+            assert decision_id == ids[data]
+        return code, text.decode(), forwarded
+
+    code, metrics, forwarded = run(go())
+    assert code == 0, log.read_text()
+    assert any(subject == "xce.ctl.decisions.DISPATCH" for subject, _, _ in forwarded)
+    for name in (
+        "xce_bridge_messages_total",
+        "xce_bridge_rounds_total",
+        "xce_bridge_decisions_forwarded_total",
+        "xce_bridge_event_publish_seconds_bucket",
+        "xce_bridge_dead_letters_total",
+    ):
+        assert name in metrics
+
+
+def test_msg_ids_chain_events_in_order(bus: tuple[str, str]) -> None:
+    """Each event names the one before it (``Nats-Expected-Last-Msg-Id``), so the
+    stream holds the bridge's events in the order stamped."""
+    nats_url, _ = bus
+
+    async def go() -> list[Stored]:
+        bridge = Bridge(BridgeOptions(nats_url=nats_url, round_interval_s=0.01))
+        task = asyncio.create_task(bridge.run())
+
+        async def rounds() -> bool:
+            if task.done():
+                task.result()
+            return bridge.published >= 30
+
+        await wait_until(rounds, "30 rounds")
+        bridge.stop()
+        await task
+        async with connected(nats_url) as js:
+            return await read_stream(js, EVENTS_STREAM)
+
+    stored = run(go())
+    counters = [int((s.msg_id or "").rsplit(":", 1)[1]) for s in stored]
+    assert counters == list(range(1, len(stored) + 1))
+    assert all(s.subject == "xce.events.BEGIN_ROUND" for s in stored)
+    assert MSG_ID_HEADER == "Nats-Msg-Id"
