@@ -63,7 +63,7 @@ from xce_schemas.recording import (
     config_hash,
     parse_recording_line,
 )
-from xce_schemas.windows import in_window, parse_window
+from xce_schemas.windows import in_window, next_opening, parse_window
 
 __all__ = [
     "DECISION_OPS",
@@ -120,6 +120,7 @@ __all__ = [
     "in_window",
     "job_alloc_diff",
     "job_alloc_eq",
+    "next_opening",
     "parse_decision",
     "parse_event",
     "parse_recording_line",

@@ -8,6 +8,7 @@ A window is ``[day:]hour[:minute]-[day:]hour[:minute]``: ``8:00-18:30`` every da
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 
 MINUTES_PER_DAY = 24 * 60
 MINUTES_PER_WEEK = 7 * MINUTES_PER_DAY
@@ -62,3 +63,23 @@ def in_window(window: tuple[int, int, int], epoch_s: int) -> bool:
     # Minute of the week counted from Sunday 00:00: the epoch is day 4 of its week.
     now = (minute + 4 * MINUTES_PER_DAY) % period
     return start <= now < end if start < end else now >= start or now < end
+
+
+def next_opening(windows: Sequence[tuple[int, int, int]], epoch_s: int) -> int:
+    """The first whole minute after ``epoch_s`` (UTC seconds) at which one of
+    ``windows`` (``parse_window`` results) opens, in epoch seconds.
+
+    Raises:
+        ValueError: ``windows`` is empty.
+    """
+    if not windows:
+        raise ValueError("no run windows: nothing ever opens")
+    minute = epoch_s // 60
+    best = None
+    for start, _, period in windows:
+        now = (minute + 4 * MINUTES_PER_DAY) % period
+        ahead = (start - now) % period or period
+        opening = (minute + ahead) * 60
+        best = opening if best is None else min(best, opening)
+    assert best is not None
+    return best

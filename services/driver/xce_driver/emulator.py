@@ -72,6 +72,8 @@ from xce_schemas import (
     Resume,
     SchedulerConfig,
     WorkersPush,
+    next_opening,
+    parse_window,
 )
 from xce_schemas.events import (
     ConfigPushPayload,
@@ -310,6 +312,8 @@ class ClusterEmulator(Workload):
         self._suspended = 0
         self._stale = 0  # agenda FINISH entries called off by a suspension
         self._next_round_ns: int | None = None
+        self._window_held: dict[int, str] = {}  # jobid → queue, pending on QUEUE_WINDOW
+        self._window_round_ns: int | None = None
         self._last_round_ns: int | None = None
         self._started = False
 
@@ -370,7 +374,8 @@ class ClusterEmulator(Workload):
                     submitted.append(jobid)
                 else:
                     round_due = True
-                    self._next_round_ns = None
+                    if jobid == _GRID_ROUND:
+                        self._next_round_ns = None
             if not (finished or submitted or round_due):
                 continue  # only finishes called off by a suspension: nothing happens
             for jobid in finished:
@@ -378,13 +383,14 @@ class ClusterEmulator(Workload):
             if submitted:
                 submitted = self._submit(now, submitted)
             if self._interval_ns is None:
-                round_due = bool(finished or submitted)
+                round_due = round_due or bool(finished or submitted)
             elif finished and self._last_round_ns == now:
                 round_due = True  # a job ended the instant it started: round again
             elif submitted and self._next_round_ns is None and self._on_grid(now):
                 round_due = True  # an idle cluster's next grid round is this instant
             if round_due:
                 self._round(now)
+                self._plan_window_round(now)
             if progress is not None and self.stats.done != reported:
                 reported = self.stats.done
                 progress(reported)
@@ -481,9 +487,13 @@ class ClusterEmulator(Workload):
         decided, self._decided = self._decided, []
         suspended = False
         for decision in decided:
+            if isinstance(decision, Dispatch | Pend):
+                self._window_held.pop(decision.jobid, None)
             if isinstance(decision, Dispatch):
                 self._dispatch(now, decision)
             elif isinstance(decision, Pend):
+                if decision.reason.main is PendingCode.QUEUE_WINDOW:
+                    self._window_held[decision.jobid] = self._jobs[decision.jobid].queue
                 if rejected_by_controller(decision):
                     payload = JobStateChangePayload(jobid=decision.jobid, state=JobState.EXIT)
                     self._push(JobStateChange(ts=now, payload=payload))
@@ -562,8 +572,40 @@ class ClusterEmulator(Workload):
                 f"time ({END_OF_TIME_NS:,} ns after the epoch)"
             )
         self._next_round_ns = next_round_ns
-        heapq.heappush(self._agenda, (next_round_ns, EventPriority.ROUND, next(self._seq), 0))
+        heapq.heappush(
+            self._agenda, (next_round_ns, EventPriority.ROUND, next(self._seq), _GRID_ROUND)
+        )
 
+    def _plan_window_round(self, now: int) -> None:
+        """While jobs are held by their queue's run windows, keep a round in the
+        agenda at the next instant one of those windows opens (a controller's
+        scheduler wakes up then; nothing else may happen at that time)."""
+        if not self._window_held:
+            return
+        windows = {
+            parse_window(text)
+            for queue in set(self._window_held.values())
+            for text in self._queues[queue].run_windows
+        }
+        origin_s = self._origin_ns // NS
+        opening_s = next_opening(sorted(windows), now // NS)
+        opening_ns = opening_s * NS
+        if opening_ns <= now or opening_ns == self._window_round_ns:
+            return
+        if opening_ns >= END_OF_TIME_NS:
+            raise SimulationTimeError(
+                f"run windows open next at {opening_s - origin_s:,} s, past the end of "
+                f"virtual time ({END_OF_TIME_NS:,} ns after the epoch)"
+            )
+        self._window_round_ns = opening_ns
+        heapq.heappush(
+            self._agenda, (opening_ns, EventPriority.ROUND, next(self._seq), _WINDOW_ROUND)
+        )
+
+
+#: The payload of a ROUND agenda item: a round of the grid, or one at a run window's
+#: opening.
+_GRID_ROUND, _WINDOW_ROUND = 0, -1
 
 #: Pending reasons a controller answers by rejecting the job: it can never run here.
 _REJECT = frozenset({PendingCode.JOB_LARGER_THAN_CLUSTER})
