@@ -537,8 +537,17 @@ def test_queue_file_errors_name_the_file_index_and_field(
         (None, "--queues {path}: No such file or directory"),
         ('[{"name": "a", "run_limit_s": -5}]', "--queues {path}: [0].run_limit_s: Input should"),
         ("[1", "--queues {path}: not JSON"),
+        (
+            '[{"name": "normal", "preemptible_queues": ["ghost"]}]',
+            "queue 'normal': preemptible_queues[0] names queue 'ghost', which no queue "
+            "definition gives (defined: normal)",
+        ),
+        (
+            '[{"name": "normal", "preempt_policy": "nope"}]',
+            "queue 'normal': unknown preempt policy 'nope'; known: lowest_priority_first",
+        ),
     ],
-    ids=["a missing file", "a bad field", "not JSON"],
+    ids=["a missing file", "a bad field", "not JSON", "an unknown target queue", "a bad policy"],
 )
 def test_cli_queue_file_error_is_one_line_and_exit_2(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], text: str | None, message: str

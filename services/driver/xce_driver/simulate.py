@@ -20,6 +20,7 @@ from pathlib import Path
 import orjson
 from pydantic import TypeAdapter, ValidationError
 from xce_core.core import SchedCore
+from xce_core.errors import ConfigError
 from xce_core.plugins import PluginRegistry
 from xce_schemas import CoreEvent, Decision, HostSpec, QueueSpec, SchedulerConfig
 from xce_schemas.errors import describe
@@ -143,19 +144,33 @@ def checked_config(
     queues: Sequence[QueueSpec],
     registry: PluginRegistry,
 ) -> SchedulerConfig:
-    """``scheduler_config``, checked before any work: every picker it names is
-    registered and every job's queue is defined.
+    """``scheduler_config``, checked before any work: every picker and preemption
+    policy it names is registered, every job's queue is defined, and every queue a
+    queue may preempt is defined.
 
     Raises:
-        ConfigError: an unknown picker (the message lists the known ones).
-        MappingError: a job is in a queue no definition gives.
+        ConfigError: an unknown picker or policy (naming the queue; the message lists
+            the known ones).
+        MappingError: a job in a queue no definition gives, or a queue preempting one.
     """
     registry.pickers.get(policy)
     config = scheduler_config(workload, policy, queues)
     check_queues(workload, config)
+    names = [queue.name for queue in config.queues]
     for queue in config.queues:
-        if queue.job_pick_plugin is not None:
-            registry.pickers.get(queue.job_pick_plugin)
+        try:
+            if queue.job_pick_plugin is not None:
+                registry.pickers.get(queue.job_pick_plugin)
+            if queue.preempt_policy is not None:
+                registry.preempt_policies.get(queue.preempt_policy)
+        except ConfigError as exc:
+            raise ConfigError(f"queue {queue.name!r}: {exc}") from None
+        for index, target in enumerate(queue.preemptible_queues):
+            if target not in names:
+                raise MappingError(
+                    f"queue {queue.name!r}: preemptible_queues[{index}] names queue "
+                    f"{target!r}, which no queue definition gives (defined: {', '.join(names)})"
+                )
     return config
 
 
