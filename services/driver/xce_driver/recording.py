@@ -50,7 +50,7 @@ class RecordingWriter:
         self._file: io.BufferedIOBase
         try:
             if self.path.name.endswith(".gz"):
-                self._file = gzip.GzipFile(self.path, "wb")
+                self._file = gzip.GzipFile(self.path, "wb", mtime=0)  # byte-reproducible
             else:
                 self._file = open(self.path, "wb")  # noqa: SIM115
         except OSError as exc:
