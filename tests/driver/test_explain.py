@@ -67,7 +67,29 @@ def test_a_running_job_and_a_job_not_yet_submitted(recording: Path) -> None:
     hosts = " ".join(h["host"] for h in payload["alloc"]["hosts"])
     assert explain_job(recording, jobid, ts).endswith(f": running on {hosts}")
     if ts > 0:
-        assert "not in the cluster" in explain_job(recording, jobid, ts - 1)
+        assert ": not submitted yet (it is submitted at " in explain_job(recording, jobid, ts - 1)
+
+
+def test_an_ended_job_a_time_in_seconds_and_a_job_never_seen(
+    recording: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    jobid, ts, _ = first(recording, "DISPATCH")
+    assert explain_job(recording, jobid).split(": ", 1)[1].startswith("finished at ts=")
+    snapshot_ts = next(
+        orjson.loads(raw)["ts"]
+        for raw in recording.read_bytes().splitlines()
+        if orjson.loads(raw)["type"] == "SNAPSHOT"
+    )
+    offset_s = (ts - snapshot_ts) // 10**9
+    assert explain_job(recording, jobid, at_offset_s=offset_s) == explain_job(
+        recording, jobid, snapshot_ts + offset_s * 10**9
+    )
+    argv = ["explain", str(jobid), "--recording", str(recording), "--at-s", str(offset_s)]
+    assert main(argv) == 0
+    assert f"job {jobid} at " in capsys.readouterr().out
+    assert main(["explain", "999999", "--recording", str(recording)]) == 2
+    err = capsys.readouterr().err
+    assert err == f"xce-sched: error: {recording}: job 999999 never appears in the recording\n"
 
 
 def test_cli_explain(recording: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -323,8 +323,16 @@ def build_parser() -> argparse.ArgumentParser:
     why.add_argument(
         "--recording", required=True, metavar="FILE", help="recording (.jsonl or .jsonl.gz)"
     )
-    why.add_argument(
+    when = why.add_mutually_exclusive_group()
+    when.add_argument(
         "--at", type=_timestamp_ns, metavar="TS", help="logical time, ns (default: the end)"
+    )
+    when.add_argument(
+        "--at-s",
+        type=_whole(0, 2**34),
+        metavar="S",
+        help="seconds after the recording's start (a simulation's trace origin, as in "
+        "its per-job CSV)",
     )
     return parser
 
@@ -701,7 +709,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     try:
         if args.command == "explain":
-            print(explain_job(args.recording, args.jobid, args.at, registry=load_registry()))
+            print(
+                explain_job(
+                    args.recording,
+                    args.jobid,
+                    args.at,
+                    at_offset_s=args.at_s,
+                    registry=load_registry(),
+                )
+            )
             return 0
         if args.command == "emulate":
             return emulate_command(args)

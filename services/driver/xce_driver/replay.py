@@ -619,19 +619,26 @@ def explain_job(
     jobid: int,
     at_ts: int | None = None,
     *,
+    at_offset_s: int | None = None,
     registry: PluginRegistry | None = None,
 ) -> str:
     """Why job ``jobid`` was where it was at logical time ``at_ts`` (ns) of a recording
     (default: the end), in plain words: pending with its reason and host counts,
-    running or suspended on its hosts, or not in the cluster.
+    running or suspended on its hosts, not yet submitted, or ended.
+
+    ``at_offset_s`` gives the time instead as seconds after the recording's first
+    SNAPSHOT (a simulation's trace origin, the times of its per-job CSV).
 
     The state is rebuilt by replaying the recording from the latest snapshot at or
-    before ``at_ts`` through every event up to it.
+    before that time through every event up to it.
 
     Raises:
-        ReplayError: as ``replay`` does for a bad file or start point.
+        ReplayError: as ``replay`` does for a bad file or start point; the job never
+            appears in the recording.
     """
     path = Path(path)
+    if at_offset_s is not None:
+        at_ts = _find_snapshot(path, None, force=True)[1].ts + at_offset_s * 1_000_000_000
     try:
         _, snapshot_line, _ = _find_snapshot(path, at_ts, force=True)
         snapshot = CoreSnapshot.model_validate(snapshot_line.data.get("data"))
@@ -650,12 +657,11 @@ def explain_job(
     except ValidationError as exc:
         raise ReplayError(f"{path}: SNAPSHOT data.{describe(exc)}") from None
     core = run.core
-    when = format_ts(core.last_ts)
+    now = core.last_ts if at_ts is None else at_ts
+    when = format_ts(now)
     job = core.state.jobs.get(jobid)
     if job is None:
-        return (
-            f"job {jobid} at {when}: not in the cluster (finished, rejected or not yet submitted)"
-        )
+        return f"job {jobid} at {when}: {_absent(path, jobid, now)}"
     if job.state is not JobState.PEND:
         hosts = " ".join(h.host for h in job.alloc.hosts) if job.alloc else ""
         if job.state is JobState.RUN:
@@ -671,3 +677,31 @@ def explain_job(
     if reason is None:
         return f"job {jobid} at {when}: pending, not yet considered by a scheduling round"
     return f"job {jobid} at {when}: pending: {render(reason)}"
+
+
+def _absent(path: Path, jobid: int, at_ts: int) -> str:
+    """Why ``jobid`` is not in the cluster at ``at_ts``: not submitted yet, or ended
+    (how and when), from the recording's events.
+
+    Raises:
+        ReplayError: the job never appears in the recording.
+    """
+    submitted: int | None = None
+    ended: tuple[int, str] | None = None
+    for line in read_lines(path):
+        if line.type == "JOBS_PUSH":
+            jobs = line.data.get("payload", {}).get("jobs", ())
+            if any(isinstance(job, dict) and job.get("jobid") == jobid for job in jobs):
+                submitted = line.ts
+        elif line.type == "JOB_STATE_CHANGE" and line.ts <= at_ts:
+            payload = line.data.get("payload", {})
+            if payload.get("jobid") == jobid and payload.get("state") in ("DONE", "EXIT"):
+                ended = (line.ts, str(payload["state"]))
+    if submitted is None:
+        raise ReplayError(f"{path}: job {jobid} never appears in the recording")
+    if submitted > at_ts:
+        return f"not submitted yet (it is submitted at {format_ts(submitted)})"
+    if ended is not None:
+        how = "finished" if ended[1] == "DONE" else "ended with EXIT (failed, killed or rejected)"
+        return f"{how} at {format_ts(ended[0])}"
+    return "not in the cluster"
