@@ -285,7 +285,7 @@ def test_a_job_that_never_fits_ends_the_run_without_hanging(interval: int | None
         (
             [J(1, 0, 2**64 // NS + 1, 1)],
             None,
-            "job 1 ends at 18,446,744,074 s, past the end of virtual time "
+            "job 1 ends at 18,446,744,074 s is past the end of virtual time "
             "(18,446,744,073,709,551,616 ns after the epoch)",
         ),
         (

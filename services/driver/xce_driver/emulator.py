@@ -404,11 +404,20 @@ class ClusterEmulator(Workload):
         return self._origin_ns + seconds * NS
 
     def _schedule(self, ts: int, priority: EventPriority, jobid: int) -> int:
-        """Put an item in the agenda; returns its ``seq``."""
+        """Put an item in the agenda (``jobid``: for a ROUND, which kind of round);
+        returns its ``seq``.
+
+        Raises:
+            SimulationTimeError: ``ts`` is past the end of virtual time.
+        """
         if ts >= END_OF_TIME_NS:
-            what = "submitted" if priority is EventPriority.SUBMIT else "ends"
+            if priority is EventPriority.ROUND:
+                what = "the round"
+            else:
+                verb = "is submitted" if priority is EventPriority.SUBMIT else "ends"
+                what = f"job {jobid} {verb}"
             raise SimulationTimeError(
-                f"job {jobid} {what} at {(ts - self._origin_ns) // NS:,} s, past the end of "
+                f"{what} at {(ts - self._origin_ns) // NS:,} s is past the end of "
                 f"virtual time ({END_OF_TIME_NS:,} ns after the epoch)"
             )
         seq = next(self._seq)
@@ -566,15 +575,8 @@ class ClusterEmulator(Workload):
         base = self._origin_ns
         steps = (now - base) // self._interval_ns + 1
         next_round_ns = base + steps * self._interval_ns
-        if next_round_ns >= END_OF_TIME_NS:
-            raise SimulationTimeError(
-                f"the round at {(next_round_ns - base) // NS:,} s is past the end of virtual "
-                f"time ({END_OF_TIME_NS:,} ns after the epoch)"
-            )
+        self._schedule(next_round_ns, EventPriority.ROUND, _GRID_ROUND)
         self._next_round_ns = next_round_ns
-        heapq.heappush(
-            self._agenda, (next_round_ns, EventPriority.ROUND, next(self._seq), _GRID_ROUND)
-        )
 
     def _plan_window_round(self, now: int) -> None:
         """While jobs are held by their queue's run windows, keep a round in the
@@ -587,20 +589,11 @@ class ClusterEmulator(Workload):
             for queue in set(self._window_held.values())
             for text in self._queues[queue].run_windows
         }
-        origin_s = self._origin_ns // NS
-        opening_s = next_opening(sorted(windows), now // NS)
-        opening_ns = opening_s * NS
+        opening_ns = next_opening(sorted(windows), now // NS) * NS
         if opening_ns <= now or opening_ns == self._window_round_ns:
             return
-        if opening_ns >= END_OF_TIME_NS:
-            raise SimulationTimeError(
-                f"run windows open next at {opening_s - origin_s:,} s, past the end of "
-                f"virtual time ({END_OF_TIME_NS:,} ns after the epoch)"
-            )
+        self._schedule(opening_ns, EventPriority.ROUND, _WINDOW_ROUND)
         self._window_round_ns = opening_ns
-        heapq.heappush(
-            self._agenda, (opening_ns, EventPriority.ROUND, next(self._seq), _WINDOW_ROUND)
-        )
 
 
 #: The payload of a ROUND agenda item: a round of the grid, or one at a run window's
