@@ -2,8 +2,13 @@
 
 ``xce_core`` never imports I/O, network, process or clock modules (only its clock
 module may read ``time``) and never calls ``open``/``input``/``print``; ``xce_schemas``
-imports nothing third-party but pydantic. A rule that can fail: the checker itself
-is tested on sources that break it.
+imports nothing third-party but pydantic; the services that are not drivers import
+only what DESIGN.md's layout table gives them: ``xce_recorder`` the schemas and its
+clients (nats, redis, prometheus_client, orjson, pydantic), ``xce_admin`` those and
+its web stack (fastapi, starlette, uvicorn, httpx) — never ``xce_core`` or
+``xce_driver``. Imports are read from the AST (``import_module("x")`` and
+``__import__("x")`` with a literal name count too). A rule that can fail: the
+checker itself is tested on sources that break it.
 """
 
 from __future__ import annotations
@@ -17,6 +22,8 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 CORE = ROOT / "services" / "core" / "xce_core"
 SCHEMAS = ROOT / "schemas" / "xce_schemas"
+RECORDER = ROOT / "services" / "recorder" / "xce_recorder"
+ADMIN = ROOT / "services" / "admin" / "xce_admin"
 
 #: Modules the core must never import (I/O, network, processes, threads, wall clock).
 CORE_FORBIDDEN = frozenset(
@@ -58,15 +65,51 @@ CORE_FORBIDDEN_CALLS = frozenset({"open", "input", "print", "exec", "eval", "__i
 CLOCK_MODULE = "clock.py"
 #: Third-party packages the schemas may use.
 SCHEMAS_ALLOWED_THIRD_PARTY = frozenset({"pydantic", "xce_schemas"})
+#: What the recorder may import besides the standard library (DESIGN.md: schemas,
+#: nats, redis; plus its metrics, JSON and validation libraries).
+RECORDER_ALLOWED = frozenset(
+    {"xce_recorder", "xce_schemas", "nats", "redis", "prometheus_client", "orjson", "pydantic"}
+)
+#: What the admin API and ``xceadmin`` may import besides the standard library
+#: (DESIGN.md: schemas, nats, redis, fastapi; plus FastAPI's stack, the CLI's HTTP
+#: client, metrics, JSON and validation).
+ADMIN_ALLOWED = frozenset(
+    {
+        "xce_admin",
+        "xce_schemas",
+        "nats",
+        "redis",
+        "fastapi",
+        "starlette",
+        "uvicorn",
+        "httpx",
+        "pydantic",
+        "prometheus_client",
+        "orjson",
+    }
+)
+
+
+#: Calls that import the module named by their first argument.
+DYNAMIC_IMPORTS = frozenset({"import_module", "__import__"})
 
 
 def imported(tree: ast.AST) -> list[str]:
+    """Every absolute module name ``tree`` imports, statements and literal dynamic
+    imports (``importlib.import_module("x")``, ``__import__("x")``) alike."""
     names: list[str] = []
     for node in ast.walk(tree):
         if isinstance(node, ast.Import):
             names.extend(alias.name for alias in node.names)
         elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
             names.append(node.module)
+        elif isinstance(node, ast.Call) and node.args:
+            func = node.func
+            called = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")
+            first = node.args[0]
+            literal = isinstance(first, ast.Constant) and isinstance(first.value, str)
+            if called in DYNAMIC_IMPORTS and literal:
+                names.append(first.value)  # type: ignore[attr-defined]
     return names
 
 
@@ -93,6 +136,16 @@ def schemas_violations(source: str, filename: str) -> list[str]:
     for name in imported(ast.parse(source, filename)):
         top = name.split(".")[0]
         if top not in sys.stdlib_module_names and top not in SCHEMAS_ALLOWED_THIRD_PARTY:
+            found.append(f"{filename}: imports {name}")
+    return found
+
+
+def service_violations(source: str, filename: str, allowed: frozenset[str]) -> list[str]:
+    """Imports in ``source`` of anything but the standard library and ``allowed``."""
+    found = []
+    for name in imported(ast.parse(source, filename)):
+        top = name.split(".")[0]
+        if top not in sys.stdlib_module_names and top not in allowed:
             found.append(f"{filename}: imports {name}")
     return found
 
@@ -138,3 +191,52 @@ def test_the_core_rule_can_fail(source: str, filename: str, expected: list[str])
 
 def test_the_schemas_rule_can_fail() -> None:
     assert schemas_violations("import orjson\nimport json\n", "x.py") == ["x.py: imports orjson"]
+
+
+@pytest.mark.parametrize(
+    ("folder", "allowed"),
+    [(RECORDER, RECORDER_ALLOWED), (ADMIN, ADMIN_ALLOWED)],
+    ids=["recorder", "admin"],
+)
+def test_services_import_only_what_the_layout_allows(folder: Path, allowed: frozenset[str]) -> None:
+    files = sorted(folder.rglob("*.py"))
+    assert len(files) >= 3
+    problems = [p for f in files for p in service_violations(f.read_text(), f.name, allowed)]
+    assert problems == []
+
+
+@pytest.mark.parametrize(
+    ("source", "allowed", "expected"),
+    [
+        (
+            "from xce_core.core import SchedCore\n",
+            RECORDER_ALLOWED,
+            ["x.py: imports xce_core.core"],
+        ),
+        ("import xce_driver.recording\n", RECORDER_ALLOWED, ["x.py: imports xce_driver.recording"]),
+        ("import fastapi\n", RECORDER_ALLOWED, ["x.py: imports fastapi"]),
+        (
+            "import importlib\ncore = importlib.import_module('xce_core.snapshot')\n",
+            RECORDER_ALLOWED,
+            ["x.py: imports xce_core.snapshot"],
+        ),
+        ("m = __import__('xce_driver')\n", ADMIN_ALLOWED, ["x.py: imports xce_driver"]),
+        ("import nats\nimport redis.asyncio\nimport gzip\n", RECORDER_ALLOWED, []),
+        ("from . import sink\nfrom xce_recorder.sink import x\n", RECORDER_ALLOWED, []),
+        ("import uvicorn\nimport httpx\nfrom starlette import status\n", ADMIN_ALLOWED, []),
+    ],
+    ids=[
+        "recorder imports the core",
+        "recorder imports the driver",
+        "recorder imports the web stack",
+        "a dynamic import by name",
+        "admin imports the driver through __import__",
+        "clients and the standard library",
+        "its own modules",
+        "admin's web stack",
+    ],
+)
+def test_the_service_rule_can_fail(
+    source: str, allowed: frozenset[str], expected: list[str]
+) -> None:
+    assert service_violations(source, "x.py", allowed) == expected

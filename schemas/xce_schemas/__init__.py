@@ -132,10 +132,14 @@ __all__ = [
 # --- the message-bus contract (live services) --------------------------------------
 from xce_schemas.bus import (
     CORE_CHECKPOINT_KEY,
+    CORE_RECORD_SUBJECT,
     DEADLETTER_STREAM,
     DECISIONS_STREAM,
     EVENTS_STREAM,
+    RECORD_STREAM,
     CoreCheckpoint,
+    CoreRecordCommand,
+    CoreRecordReply,
     DeadLetter,
     deadletter_subject,
     decision_msg_id,
@@ -146,10 +150,14 @@ from xce_schemas.bus import (
 
 __all__ += [
     "CORE_CHECKPOINT_KEY",
+    "CORE_RECORD_SUBJECT",
     "DEADLETTER_STREAM",
     "DECISIONS_STREAM",
     "EVENTS_STREAM",
+    "RECORD_STREAM",
     "CoreCheckpoint",
+    "CoreRecordCommand",
+    "CoreRecordReply",
     "DeadLetter",
     "deadletter_subject",
     "decision_msg_id",

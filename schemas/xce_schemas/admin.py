@@ -123,6 +123,8 @@ class RecorderStatus(WireModel):
         last_file: the last recording exported (file name), if any.
         last_error: why the last recording or export failed, if it did.
         heartbeat: wall time of the recorder's last update, s since the epoch.
+        recording_id: the id the core service publishes the recording's lines under
+            (``xce_schemas.bus.record_subject``), while one is on.
     """
 
     state: RecorderState = "idle"
@@ -135,6 +137,7 @@ class RecorderStatus(WireModel):
     last_file: str | None = None
     last_error: str | None = None
     heartbeat: float = 0.0
+    recording_id: str | None = None
 
 
 class RecorderReply(WireModel):

@@ -8,6 +8,8 @@ Subjects (payloads are the JSON of the ``xce_schemas`` models, UTF-8):
 | ``xce.events.<TYPE>`` (``EVENT_TYPES``) | ``XCE_EVENTS`` | a ``CoreEvent`` of that ``type`` |
 | ``xce.decisions.<OP>`` (``DECISION_OPS``) | ``XCE_DECISIONS`` | a ``Decision`` of that ``op`` |
 | ``xce.deadletter.<SOURCE>`` | ``XCE_DEADLETTER`` | a ``DeadLetter`` |
+| ``xce.record.<RECORDING ID>`` | ``XCE_RECORD`` | one recording line (JSONL text, no newline) |
+| ``xce.core.record`` (request/reply) | none | a ``CoreRecordCommand`` → ``CoreRecordReply`` |
 
 The core service consumes ``XCE_EVENTS`` in stream order. The decisions of the event
 at stream sequence ``seq`` are published with the JetStream message id
@@ -16,12 +18,24 @@ The id is a function of the event stream alone, so a core that restarts from a
 snapshot and processes an event again publishes the same ids, and JetStream drops
 the duplicates (``Nats-Msg-Id``, within the stream's duplicate window); the id also
 tells a restarted core how far the decision stream already goes.
+
+**The ordered record stream.** While a recording is on, the core service publishes
+its lines on ``record_subject(id)``: HEADER and a SNAPSHOT of its state at the start
+position, then for every event it takes the event line, that event's DECISION lines
+and, every ``snapshot_interval`` events, a SNAPSHOT; a last message of type ``END``
+(empty payload) closes it. Message ``n`` (from 0) of recording ``id`` has the
+JetStream message id ``record_msg_id(id, n)`` and the headers ``RECORD_SEQ_HEADER``
+(the ``XCE_EVENTS`` sequence the line belongs to; the start lines: the start
+position), ``RECORD_TYPE_HEADER`` (the line's ``type``, or ``END``) and, on the last
+line of an event's group (or of the start pair), ``RECORD_LAST_HEADER: 1``. The
+numbering is a function of the event stream and the start position alone, so a
+core restarted from its checkpoint publishes the same lines under the same ids.
 """
 
 from __future__ import annotations
 
 import re
-from typing import Annotated, Final
+from typing import Annotated, Final, Literal
 
 from pydantic import Field, Strict
 
@@ -55,7 +69,26 @@ CORE_CHECKPOINT_KEY: Final = "xce:core:snapshot"
 #: The dead-letter source name of the core service.
 CORE_SOURCE: Final = "core"
 
+#: The stream of recording lines the core service emits while recording.
+RECORD_STREAM: Final = "XCE_RECORD"
+RECORD_PREFIX: Final = "xce.record."
+RECORD_SUBJECTS: Final = RECORD_PREFIX + ">"
+#: Duplicate window of ``XCE_RECORD`` when a service creates it, s.
+RECORD_DUPLICATE_WINDOW_S: Final = 3600.0
+#: The subject the core service answers recording commands on (request/reply).
+CORE_RECORD_SUBJECT: Final = "xce.core.record"
+#: The Redis key of the recording the core service is (or was last) asked to make
+#: (a ``CoreRecording`` as JSON), written by the core service only.
+CORE_RECORDING_KEY: Final = "xce:core:recording"
+#: Headers of a record message (see the module docstring).
+RECORD_SEQ_HEADER: Final = "Xce-Record-Seq"
+RECORD_TYPE_HEADER: Final = "Xce-Record-Type"
+RECORD_LAST_HEADER: Final = "Xce-Record-Last"
+#: ``RECORD_TYPE_HEADER`` of the message that ends a recording.
+RECORD_END: Final = "END"
+
 _DECISION_ID = re.compile(r"^xce-core:([0-9]+):([0-9]+)$")
+_RECORD_ID = re.compile(r"^xce-rec:([A-Za-z0-9_\-]+):([0-9]+)$")
 
 #: A subject token: printable, no spaces, dots or wildcards.
 _TOKEN = re.compile(r"^[A-Za-z0-9_\-]+$")
@@ -129,6 +162,121 @@ def parse_decision_msg_id(msg_id: str) -> tuple[int, int] | None:
     return int(match.group(1)), int(match.group(2))
 
 
+#: A recording id: one subject token (letters, digits, ``_``, ``-``), at most 160 long.
+RecordingId = Annotated[str, Field(pattern=r"^[A-Za-z0-9_\-]+$", min_length=1, max_length=160)]
+
+
+def record_subject(recording_id: str) -> str:
+    """The subject the lines of recording ``recording_id`` go on: ``xce.record.<id>``.
+
+    Raises:
+        ValueError: ``recording_id`` is not a single subject token.
+    """
+    if not _TOKEN.match(recording_id):
+        raise ValueError(f"{recording_id!r} is not a subject token (letters, digits, '_', '-')")
+    return RECORD_PREFIX + recording_id
+
+
+def record_msg_id(recording_id: str, number: int) -> str:
+    """The ``Nats-Msg-Id`` of message ``number`` (from 0) of a recording:
+    ``xce-rec:<id>:<number>``.
+
+    Raises:
+        ValueError: a negative number, or an id that is not a subject token.
+    """
+    if number < 0 or not _TOKEN.match(recording_id):
+        raise ValueError(f"no record message id for {recording_id!r}, number {number}")
+    return f"xce-rec:{recording_id}:{number}"
+
+
+def parse_record_msg_id(msg_id: str) -> tuple[str, int] | None:
+    """``(recording id, number)`` of a ``record_msg_id``, or None for any other text."""
+    match = _RECORD_ID.match(msg_id)
+    if match is None:
+        return None
+    return match.group(1), int(match.group(2))
+
+
+class CoreRecordCommand(WireModel):
+    """A recording command to the core service, on ``CORE_RECORD_SUBJECT``.
+
+    ``start`` takes effect once the core has handled every event the stream held when
+    the command arrived (its *start position*); ``stop`` likewise. Both are
+    idempotent for the same ``id``; a ``start`` of another id while a recording is on
+    ends that one first.
+
+    Attributes:
+        action: ``start`` or ``stop`` recording ``id``.
+        id: the recording id, chosen by the sender, unique per recording; its lines
+            go on ``record_subject(id)``.
+        name: ``start`` only: the recording's file name (informational).
+        snapshot_interval: ``start`` only: a SNAPSHOT every N recorded events (0:
+            only the start one; Req 10 AC 10).
+    """
+
+    action: Literal["start", "stop"]
+    id: RecordingId
+    name: str | None = None
+    snapshot_interval: int = Field(default=0, ge=0)
+
+
+class CoreRecordReply(WireModel):
+    """The core service's answer to a ``CoreRecordCommand``.
+
+    Attributes:
+        ok: the command took effect (or had already).
+        error: why not, in one line, when ``ok`` is false.
+        id: the recording the answer is about.
+        start_seq: the ``XCE_EVENTS`` sequence the start SNAPSHOT covers.
+        end_seq: after a stop: the last event recorded.
+        messages: messages published on ``record_subject(id)`` so far (the ``END``
+            message included).
+    """
+
+    ok: bool
+    error: str | None = None
+    id: str
+    start_seq: StreamSeq | None = None
+    end_seq: StreamSeq | None = None
+    messages: int = Field(default=0, ge=0)
+
+
+class CoreRecording(WireModel):
+    """The recording the core service was last asked to make, with the positions at
+    which it started and stopped (Redis key ``CORE_RECORDING_KEY``).
+
+    A core restarted from a checkpoint older than these positions re-applies them
+    when its re-handling of the event stream reaches them, so its record stream is
+    that of an uninterrupted run.
+
+    Attributes:
+        id: the recording id.
+        name: its file name (informational).
+        snapshot_interval: a SNAPSHOT every N recorded events (0: only the first).
+        start_seq: the event sequence the start SNAPSHOT covers.
+        end_seq: the last event recorded, once stopped.
+    """
+
+    id: RecordingId
+    name: str | None = None
+    snapshot_interval: int = Field(ge=0)
+    start_seq: StreamSeq
+    end_seq: StreamSeq | None = None
+
+
+class RecordingRun(CoreRecording):
+    """A recording as a core checkpoint holds it: ``CoreRecording`` plus where its
+    numbering and snapshot cadence stand after the checkpoint's event.
+
+    Attributes:
+        messages: messages published on its subject so far.
+        since_snapshot: events recorded since its last SNAPSHOT.
+    """
+
+    messages: int = Field(ge=0)
+    since_snapshot: int = Field(ge=0)
+
+
 class DeadLetter(WireModel):
     """A message a service could not handle, published on ``xce.deadletter.<source>``.
 
@@ -156,8 +304,11 @@ class CoreCheckpoint(WireModel):
             core loads ``snapshot`` and goes on from ``seq + 1``.
         stream: the event stream ``seq`` counts in.
         snapshot: the whole core state after event ``seq``.
+        recording: the last recording the core made or is making, as of event
+            ``seq`` (None: none yet); ``end_seq`` is set once it stopped.
     """
 
     seq: StreamSeq
     stream: str = EVENTS_STREAM
     snapshot: CoreSnapshot
+    recording: RecordingRun | None = None

@@ -1,12 +1,11 @@
 """The controller-facing contract of the live scheduler: what a cluster controller
 publishes, and where it hears the decisions.
 
-A controller (LSF's ``mbatchd`` role, or ``xce-sched emulate``) publishes plain NATS
-messages, JSON, UTF-8, one subject per kind; the controller bridge
-(``xce-bridge``) validates each one, stamps it with the time and puts the core event
-on ``xce.events.<TYPE>``. Payloads carry **no** ``ts``: in live mode the bridge owns
-time (its wall clock, ns, never going back), so a controller's clock cannot make the
-core reject an event.
+A controller (LSF's ``mbatchd`` role, or ``xce-sched emulate``) publishes JSON,
+UTF-8, one subject per kind; the controller bridge (``xce-bridge``) validates each
+one, stamps it with the time and puts the core event on ``xce.events.<TYPE>``.
+Payloads carry **no** ``ts``: in live mode the bridge owns time (its wall clock, ns,
+never going back), so a controller's clock cannot make the core reject an event.
 
 | subject (``ctl_subject(kind)``) | payload (JSON) | core event |
 |---|---|---|
@@ -21,15 +20,41 @@ core reject an event.
 | ``xce.ctl.queue`` | ``QueueUpdatePayload`` ``{"queue": {...}}`` | ``QUEUE_UPDATE`` |
 | ``xce.ctl.job_rusage`` | ``JobRusagePayload`` | ``JOB_RUSAGE`` |
 
-A job's ``submit_ts`` is the time the bridge stamps on its ``JOBS_PUSH``. Every
-decision of the core is forwarded, in the order of ``XCE_DECISIONS``, as its JSON on
-``xce.ctl.decisions.<OP>`` (``ctl_decision_subject``), with the header
-``Xce-Decision-Id`` carrying its id on the decision stream (so a controller can drop
-a decision it already acted on after a bridge restart). A message the bridge cannot
-use goes to ``xce.deadletter.bridge`` (a ``bus.DeadLetter``) with the reason.
+A job's ``submit_ts`` is the time the bridge stamps on its ``JOBS_PUSH``.
 
-The bridge subscribes to ``xce.ctl.*`` (one token after ``xce.ctl.``), so the
-forwarded decisions, two tokens deeper, never loop back into it.
+**Delivery: at least once each way, de-duplicated, in order.**
+
+*Controller → bridge.* The stream ``XCE_CONTROLLER`` (``CTL_STREAM``) captures
+``xce.ctl.*`` (one token: the forwarded decisions, two tokens deeper, are not in
+it). A controller publishes each message with a JetStream publish carrying the
+header ``Nats-Msg-Id`` = ``<controller>:<run>:<n>`` (``ctl_msg_id``: unique over the
+stream's duplicate window, ``CTL_DUPLICATE_WINDOW_S``), one at a time, and sends it
+again with the same id until the stream acknowledges it (JetStream drops the
+copies); a message is acknowledged once it is stored, so it survives a NATS server
+restart. (A plain NATS publish on the subject is stored too, but at most once.) The
+bridge reads the stream in stream order through its durable pull consumer
+(``BRIDGE_CTL_DURABLE``), puts the core event on ``XCE_EVENTS`` and only then
+acknowledges the message. Every event the bridge publishes carries the headers
+``Xce-Ctl-Seq`` (``CTL_SEQ_HEADER``: every controller message up to this stream
+sequence is an event or a dead letter already) and ``Xce-Ctl-Epoch``
+(``CTL_EPOCH_HEADER``: the creation time of ``XCE_CONTROLLER``, µs, so a stream
+made anew is not taken for the old one); a restarted bridge goes on after that
+position, so a message delivered again (a lost acknowledgement, a bridge restart)
+never becomes a second event. An event of a controller message has the message id
+``xce-bridge:ctl:<epoch>:<seq>`` (``ctl_event_msg_id``).
+
+*Bridge → controller.* Every decision of the core is forwarded, in the order of
+``XCE_DECISIONS``, as its JSON on ``xce.ctl.decisions.<OP>`` (``ctl_decision_subject``),
+captured by the stream ``XCE_CTL_DECISIONS`` (``CTL_DECISIONS_STREAM``) with
+``Nats-Msg-Id`` and ``Xce-Decision-Id`` both carrying the decision's id on the
+decision stream (``xce-core:<event seq>:<index>``); the bridge acknowledges a
+decision of ``XCE_DECISIONS`` only once the forward is stored, so a decision
+forwarded twice (a bridge restart) is dropped by the stream within its duplicate
+window. A controller consumes ``XCE_CTL_DECISIONS`` with a durable consumer, in
+stream order, and ignores a decision id it has already acted on.
+
+A message the bridge cannot use goes to ``xce.deadletter.bridge`` (a
+``bus.DeadLetter``) with the reason, and is acknowledged.
 """
 
 from __future__ import annotations
@@ -75,6 +100,53 @@ CTL_DECISIONS_SUBJECTS: Final = CTL_DECISIONS_PREFIX + "*"
 DECISION_ID_HEADER: Final = "Xce-Decision-Id"
 #: The dead-letter source name of the bridge (``xce.deadletter.bridge``).
 BRIDGE_SOURCE: Final = "bridge"
+
+#: The stream of controller messages (subjects ``CTL_SUBJECTS``).
+CTL_STREAM: Final = "XCE_CONTROLLER"
+#: The stream of forwarded decisions (subjects ``CTL_DECISIONS_SUBJECTS``).
+CTL_DECISIONS_STREAM: Final = "XCE_CTL_DECISIONS"
+#: Duplicate window of ``XCE_CONTROLLER`` when a service creates it, s: a
+#: controller's retries of one message within it are stored once.
+CTL_DUPLICATE_WINDOW_S: Final = 600.0
+#: Duplicate window of ``XCE_CTL_DECISIONS`` when a service creates it, s: a decision
+#: forwarded again within it (a bridge restart) is stored once.
+CTL_DECISIONS_DUPLICATE_WINDOW_S: Final = 3600.0
+#: The bridge's durable consumer of ``XCE_CONTROLLER``.
+BRIDGE_CTL_DURABLE: Final = "xce-bridge-ctl"
+#: Header of every bridge event: the ``XCE_CONTROLLER`` sequence it covers.
+CTL_SEQ_HEADER: Final = "Xce-Ctl-Seq"
+#: Header of every bridge event: the creation time of ``XCE_CONTROLLER``, µs.
+CTL_EPOCH_HEADER: Final = "Xce-Ctl-Epoch"
+
+
+def ctl_msg_id(controller: str, run: str, n: int) -> str:
+    """A controller message's ``Nats-Msg-Id``: ``<controller>:<run>:<n>``.
+
+    Args:
+        controller: the controller's name (``xce-sched-emulate``).
+        run: unique per run of the controller (e.g. its start time in hex), so a
+            controller started again within the duplicate window is not dropped.
+        n: the message's number in the run (≥ 1).
+
+    Raises:
+        ValueError: an empty name or run, or ``n`` below 1.
+    """
+    if not controller or not run or n < 1:
+        raise ValueError(f"no controller message id for {controller!r}, {run!r}, {n}")
+    return f"{controller}:{run}:{n}"
+
+
+def ctl_event_msg_id(epoch: str, seq: int) -> str:
+    """The ``Nats-Msg-Id`` on ``XCE_EVENTS`` of the event made from the controller
+    message at sequence ``seq`` of ``XCE_CONTROLLER`` created at ``epoch`` (µs):
+    ``xce-bridge:ctl:<epoch>:<seq>``.
+
+    Raises:
+        ValueError: a sequence below 1.
+    """
+    if seq < 1:
+        raise ValueError(f"no event id for controller seq {seq}")
+    return f"xce-bridge:ctl:{epoch}:{seq}"
 
 
 class JobsSubmit(WireModel):

@@ -39,6 +39,7 @@ from xce_schemas import (
     WorkersPush,
 )
 from xce_schemas.bus import DEADLETTER_STREAM, DECISIONS_STREAM, EVENTS_STREAM, MSG_ID_HEADER
+from xce_schemas.controller import CTL_DECISIONS_STREAM, CTL_STREAM
 from xce_schemas.events import (
     ConfigPushPayload,
     JobsPushPayload,
@@ -137,11 +138,13 @@ async def connected(nats_url: str) -> AsyncIterator[JetStreamContext]:
 
 
 def reset_bus(nats_url: str, redis_url: str) -> None:
-    """Delete the XCE streams (and their consumers) and empty the Redis database."""
+    """Delete the XCE streams (and their consumers), the controller's included, and
+    empty the Redis database."""
 
     async def reset() -> None:
         async with connected(nats_url) as js:
-            for stream in (EVENTS_STREAM, DECISIONS_STREAM, DEADLETTER_STREAM):
+            streams = (EVENTS_STREAM, DECISIONS_STREAM, DEADLETTER_STREAM)
+            for stream in (*streams, CTL_STREAM, CTL_DECISIONS_STREAM):
                 with contextlib.suppress(NotFoundError):
                     await js.delete_stream(stream)
         client = aioredis.Redis.from_url(redis_url)

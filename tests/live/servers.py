@@ -148,3 +148,28 @@ def redis_server(workdir: Path, binary: str) -> ServerProcess:
         str(workdir),
     ]
     return ServerProcess("redis", argv, port, workdir, "Ready to accept connections", "redis")
+
+
+def persistent_redis_server(workdir: Path, binary: str) -> ServerProcess:
+    """A Redis server with an append-only file written before each answer
+    (``--appendonly yes --appendfsync always``), as docker-compose.yml runs Redis with
+    AOF: killed (SIGKILL) and started again on the same folder, it holds every write it
+    acknowledged."""
+    port = free_port()
+    workdir.mkdir(parents=True, exist_ok=True)
+    argv = [
+        binary,
+        "--port",
+        str(port),
+        "--bind",
+        "127.0.0.1",
+        "--save",
+        "",
+        "--appendonly",
+        "yes",
+        "--appendfsync",
+        "always",
+        "--dir",
+        str(workdir),
+    ]
+    return ServerProcess("redis", argv, port, workdir, "Ready to accept connections", "redis")

@@ -1,23 +1,27 @@
-"""The recorder against real servers: a recording of the live core service replays
-with ``--sim-verify`` without a single mismatch, whatever the core's pace, with a
-periodic SNAPSHOT every N events; control on NATS, state in Redis."""
+"""The recording path against real servers: the core service emits the ordered record
+stream, the recorder stores it and exports it. A live recording replays with
+``--sim-verify`` without a single mismatch, has a periodic SNAPSHOT every N events,
+changes no decision, and a core service killed (SIGKILL) mid-recording and restarted
+gives, byte for byte, the file of an uninterrupted run; control on NATS, state in
+Redis."""
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
 import gzip
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 import nats
-import orjson
 import pytest
 import redis.asyncio as aioredis
+from nats.js.errors import NotFoundError
 from xce_core.core import SchedCore
 from xce_core.snapshot import save_snapshot
 from xce_driver.live.core_service import CoreService, CoreServiceOptions
+from xce_driver.live.record_stream import record_stream_config
 from xce_driver.recording import read_lines
 from xce_driver.replay import ReplayOptions, replay
 from xce_recorder.service import RecorderOptions, RecorderService
@@ -34,10 +38,40 @@ from xce_schemas.admin import (
     recording_key,
     to_hash,
 )
+from xce_schemas.bus import (
+    CORE_RECORD_SUBJECT,
+    DECISIONS_STREAM,
+    RECORD_STREAM,
+    CoreRecordCommand,
+    CoreRecordReply,
+)
 
-from tests.live.helpers import connected, publish, scenario, wait_until
+from tests.live.helpers import (
+    ServiceProcess,
+    connected,
+    publish,
+    read_stream,
+    reference_decisions,
+    reset_bus,
+    scenario,
+    wait_until,
+)
+from tests.live.test_core_service import until_acked, until_killed
 
 pytestmark = [pytest.mark.nats, pytest.mark.redis]
+
+
+@pytest.fixture(autouse=True)
+def no_record_stream(bus: tuple[str, str]) -> Iterator[None]:
+    """Each test starts without ``XCE_RECORD`` (``bus`` removes the other streams)."""
+    asyncio.run(_delete_record_stream(bus[0]))
+    yield
+
+
+async def _delete_record_stream(nats_url: str) -> None:
+    async with connected(nats_url) as js:
+        with contextlib.suppress(NotFoundError):
+            await js.delete_stream(RECORD_STREAM)
 
 
 @dataclass
@@ -47,6 +81,13 @@ class Running:
     core: CoreService | None
     recorder: RecorderService
     tasks: list[asyncio.Task[None]]
+
+
+def core_options(nats_url: str, redis_url: str, every: int = 5) -> CoreServiceOptions:
+    """A core service checkpointing every ``every`` events, quick to see commands."""
+    return CoreServiceOptions(
+        nats_url=nats_url, redis_url=redis_url, snapshot_every=every, fetch_timeout_s=0.1
+    )
 
 
 @contextlib.asynccontextmanager
@@ -63,9 +104,7 @@ async def services(
     tasks: list[asyncio.Task[None]] = []
     core = None
     if with_core:
-        core = CoreService(
-            CoreServiceOptions(nats_url=nats_url, redis_url=redis_url, snapshot_every=5)
-        )
+        core = CoreService(core_options(nats_url, redis_url))
         tasks.append(asyncio.create_task(core.run()))
     recorder = RecorderService(
         RecorderOptions(
@@ -75,6 +114,7 @@ async def services(
             snapshot_interval=snapshot_interval,
             poll_s=0.05,
             stop_wait_s=stop_wait_s,
+            start_timeout_s=20.0,
         )
     )
     tasks.append(asyncio.create_task(recorder.run()))
@@ -114,6 +154,18 @@ async def command(nats_url: str, action: str, name: str | None = None) -> Record
     return RecorderReply.model_validate_json(msg.data)
 
 
+async def core_command(
+    nats_url: str, request: CoreRecordCommand, timeout: float
+) -> CoreRecordReply:
+    """Send one recording command to the core service, as the recorder does."""
+    nc = await nats.connect(nats_url)
+    try:
+        msg = await nc.request(CORE_RECORD_SUBJECT, request.model_dump_json().encode(), timeout)
+    finally:
+        await nc.close()
+    return CoreRecordReply.model_validate_json(msg.data)
+
+
 async def recorder_status(redis_url: str) -> RecorderStatus:
     client = aioredis.Redis.from_url(redis_url)
     try:
@@ -133,6 +185,13 @@ async def exported(redis_url: str, name: str) -> RecorderStatus:
     return await recorder_status(redis_url)
 
 
+async def core_at(service: CoreService, seq: int) -> None:
+    async def there() -> bool:
+        return service.seq >= seq
+
+    await wait_until(there, f"the core to handle event {seq}")
+
+
 def line_types(path: Path) -> list[str]:
     return [line.type for line in read_lines(path)]
 
@@ -149,7 +208,7 @@ def test_a_live_recording_replays_without_a_mismatch(bus: tuple[str, str], tmp_p
     events = scenario(rounds=14)
     half = len(events) // 2
 
-    async def go() -> tuple[RecorderReply, RecorderStatus, RecorderService]:
+    async def go() -> tuple[RecorderReply, RecorderStatus, RecorderService, list[bytes]]:
         async with (
             connected(nats_url) as js,
             services(nats_url, redis_url, tmp_path, snapshot_interval=10) as running,
@@ -160,19 +219,36 @@ def test_a_live_recording_replays_without_a_mismatch(bus: tuple[str, str], tmp_p
             await publish(js, events[half:])
             stop = await command(nats_url, "stop")
             assert stop.ok and stop.status.state == "stopping"
-            return reply, await exported(redis_url, "live.jsonl.gz"), running.recorder
+            status = await exported(redis_url, "live.jsonl.gz")
+            decisions = [s.data for s in await read_stream(js, DECISIONS_STREAM)]
+            return reply, status, running.recorder, decisions
 
-    reply, status, recorder = asyncio.run(go())
+    reply, status, recorder, decisions = asyncio.run(go())
     path = tmp_path / "live.jsonl.gz"
     assert reply.status.state == "recording" and reply.status.name == "live.jsonl.gz"
     assert reply.status.start_seq == half  # the stream's end when the start came
+    assert reply.status.lines == 2  # HEADER and SNAPSHOT are in Redis when it answers
     types = line_types(path)
     recorded = len(events) - half
     assert types[:2] == ["HEADER", "SNAPSHOT"]
-    assert sum(t not in ("HEADER", "SNAPSHOT", "DECISION") for t in types) == recorded
-    # A periodic SNAPSHOT follows every 10th event (and its decisions).
+    event_types = [t for t in types if t not in ("HEADER", "SNAPSHOT", "DECISION")]
+    assert event_types == [e.type for e in events[half:]]
+    # A periodic SNAPSHOT follows every 10th event and its decisions, nowhere else.
+    count, expected_types = 0, []
+    for t in types[2:]:
+        if t == "SNAPSHOT":
+            continue
+        if t != "DECISION":
+            if count and count % 10 == 0:
+                expected_types.append("SNAPSHOT")
+            count += 1
+        expected_types.append(t)
+    if count % 10 == 0:
+        expected_types.append("SNAPSHOT")
+    assert types[2:] == expected_types
     assert types.count("SNAPSHOT") == 1 + recorded // 10
     assert status.lines == len(types) and status.last_error is None
+    assert status.start_seq == half and status.seq == len(events)
     # The start SNAPSHOT is the state after the first half, exactly.
     first = next(line for line in read_lines(path) if line.type == "SNAPSHOT")
     expected = save_snapshot(core_after(events[:half])).model_dump(mode="json")
@@ -183,65 +259,194 @@ def test_a_live_recording_replays_without_a_mismatch(bus: tuple[str, str], tmp_p
     assert result.mismatch_count == 0, result.mismatches
     assert result.stats.events == recorded
     assert sum(result.stats.decisions.values()) == types.count("DECISION") > 0
+    # Recording changed no decision: the stream is a core's that never recorded.
+    assert decisions == reference_decisions(events)
+    # Reproducible gzip: no file name, modification time 0.
+    raw = path.read_bytes()
+    assert raw[3] == 0 and raw[4:8] == b"\0\0\0\0"
     sample = recorder.metrics.registry.get_sample_value
     assert sample("xce_recorder_lines_written_total") == len(types)
     assert sample("xce_recorder_snapshots_total") == types.count("SNAPSHOT")
-    assert sample("xce_recorder_decision_mismatches_total") == 0
+    assert sample("xce_recorder_events_total") == recorded
+    assert sample("xce_recorder_record_gaps_total") == 0
     assert sample("xce_recorder_recording") == 0
     assert sample("xce_recorder_export_seconds_count") == 1
 
 
-def test_events_wait_for_a_core_that_starts_late(bus: tuple[str, str], tmp_path: Path) -> None:
-    """The recorder writes an event only once the core published all its decisions,
-    however far behind the core is (here: not running until after the stop)."""
-    nats_url, redis_url = bus
-    events = scenario(rounds=8)
+# --- SIGKILL of the core service mid-recording -------------------------------------------
 
-    async def go() -> None:
+CRASH_EVENTS = scenario(rounds=20, seed=3)
+CRASH_START = 10
+CRASH_NAME = "crash.jsonl.gz"
+CRASH_INTERVAL = 4
+#: Where each run of the core service kills itself once the recording is on: in the
+#: middle of an event's record lines, among its decisions, before its ack, before and
+#: after a checkpoint. Counts are per process (published messages only).
+RECORD_FAULTS = ("record:9", "decision:2", "record:3", "ack:2", "checkpoint:1", "checkpointed:1")
+
+
+def test_an_uninterrupted_and_a_crashed_core_give_the_same_file(
+    bus: tuple[str, str], tmp_path: Path, workdir: Path
+) -> None:
+    nats_url, redis_url = bus
+    events = CRASH_EVENTS
+    calm, crashed = tmp_path / "calm", tmp_path / "crashed"
+
+    async def uninterrupted() -> None:
         async with (
             connected(nats_url) as js,
-            services(nats_url, redis_url, tmp_path, with_core=False) as running,
+            services(nats_url, redis_url, calm, snapshot_interval=CRASH_INTERVAL) as running,
         ):
-            await publish(js, events[:3])
-            assert (await command(nats_url, "start", "late.jsonl")).ok
-            await publish(js, events[3:])
-            await asyncio.sleep(0.5)
-            status = await command(nats_url, "status")
-            assert status.status.seq == 3  # nothing settled without the core
+            assert running.core is not None
+            await publish(js, events[:CRASH_START])
+            await core_at(running.core, CRASH_START)
+            assert (await command(nats_url, "start", CRASH_NAME)).ok
+            await publish(js, events[CRASH_START:])
+            await core_at(running.core, len(events))
             assert (await command(nats_url, "stop")).ok
-            core = CoreService(CoreServiceOptions(nats_url=nats_url, redis_url=redis_url))
-            running.core = core
-            running.tasks.append(asyncio.create_task(core.run()))
-            await exported(redis_url, "late.jsonl")
+            await exported(redis_url, CRASH_NAME)
 
-    asyncio.run(go())
-    path = tmp_path / "late.jsonl"
+    async def killed_again_and_again() -> tuple[list[bytes], list[bytes]]:
+        log = workdir / "core.log"
+        argv = ("--snapshot-every", "4", "--snapshot-seconds", "60")
+        async with connected(nats_url) as js:
+            # A duplicate window shorter than a restart: only the core's own record
+            # watermark can keep a re-handled event's lines from going out twice.
+            await js.add_stream(record_stream_config(window_s=0.5))
+            seqs = await publish(js, events[:CRASH_START])
+            core = ServiceProcess(nats_url, redis_url, log, *argv, "--fault-kill-at", "record:6")
+            await until_acked(js, core, seqs[-1], "the core to handle the first events")
+            async with services(
+                nats_url, redis_url, crashed, snapshot_interval=CRASH_INTERVAL, with_core=False
+            ):
+                assert (await command(nats_url, "start", CRASH_NAME)).ok
+                seqs = await publish(js, events[CRASH_START:])
+                await until_killed(js, core, seqs[-1], "record:6")
+                for fault in RECORD_FAULTS:
+                    core = ServiceProcess(nats_url, redis_url, log, *argv, "--fault-kill-at", fault)
+                    await until_killed(js, core, seqs[-1], fault)
+                core = ServiceProcess(nats_url, redis_url, log, *argv)
+                await until_acked(js, core, seqs[-1], "the last run to handle every event")
+                assert (await command(nats_url, "stop")).ok
+                await exported(redis_url, CRASH_NAME)
+                assert core.terminate() == 0, core.log_text()
+            stored = await read_stream(js, RECORD_STREAM)
+            record = [m.msg_id or "" for m in stored]
+            return record, [s.data for s in await read_stream(js, DECISIONS_STREAM)]
+
+    asyncio.run(uninterrupted())
+    reset_bus(nats_url, redis_url)
+    asyncio.run(_delete_record_stream(nats_url))
+    ids, decisions = asyncio.run(killed_again_and_again())
+    assert (crashed / CRASH_NAME).read_bytes() == (calm / CRASH_NAME).read_bytes()
+    # Each record message once, in order, the last one END.
+    numbers = [int(i.rsplit(":", 1)[1]) for i in ids]
+    assert numbers == list(range(len(numbers)))
+    result = replay(crashed / CRASH_NAME, ReplayOptions(verify=True))
+    assert result.mismatch_count == 0, result.mismatches
+    assert result.stats.events == len(events) - CRASH_START
+    assert decisions == reference_decisions(events)
+
+
+def test_a_start_made_just_before_the_core_was_killed_is_made_again_there(
+    bus: tuple[str, str], workdir: Path, tmp_path: Path
+) -> None:
+    """The core noted the start and published HEADER and SNAPSHOT, then died before
+    its checkpoint and its answer: restarted, it starts the recording again at the
+    same position (from ``xce:core:recording``), each line once."""
+    nats_url, redis_url = bus
+    events = scenario(rounds=10)
+    start = 13  # not a multiple of the checkpoint interval: the restart re-handles events
+    start_cmd = CoreRecordCommand(
+        action="start", id="direct-1", name="d.jsonl", snapshot_interval=3
+    )
+
+    async def go() -> tuple[CoreRecordReply, list[bytes], list[str | None]]:
+        log = workdir / "core.log"
+        argv = ("--snapshot-every", "4")
+        async with connected(nats_url) as js:
+            seqs = await publish(js, events[:start])
+            core = ServiceProcess(nats_url, redis_url, log, *argv, "--fault-kill-at", "record:2")
+            await until_acked(js, core, seqs[-1], "the core to handle the first events")
+            with pytest.raises(TimeoutError):
+                await core_command(nats_url, start_cmd, timeout=3.0)
+            assert core.proc.wait(timeout=10) < 0, core.log_text()
+            core = ServiceProcess(nats_url, redis_url, log, *argv)
+            seqs = await publish(js, events[start:])
+            await until_acked(js, core, seqs[-1], "the restarted core to catch up")
+            again = await core_command(nats_url, start_cmd, timeout=10.0)
+            assert again.ok and again.start_seq == start, again
+            stop = await core_command(
+                nats_url, CoreRecordCommand(action="stop", id="direct-1"), timeout=10.0
+            )
+            assert core.terminate() == 0, core.log_text()
+            stored = await read_stream(js, RECORD_STREAM)
+            return stop, [m.data for m in stored], [m.msg_id for m in stored]
+
+    stop, lines, ids = asyncio.run(go())
+    assert stop.ok and stop.start_seq == start and stop.end_seq == len(events)
+    assert ids == [f"xce-rec:direct-1:{n}" for n in range(len(ids))]
+    assert lines[-1] == b""  # END
+    path = tmp_path / "d.jsonl"
+    path.write_bytes(b"".join(line + b"\n" for line in lines[:-1]))
+    types = line_types(path)
+    assert types[:2] == ["HEADER", "SNAPSHOT"] and types.count("HEADER") == 1
+    assert types.count("SNAPSHOT") == 1 + (len(events) - start) // 3
     result = replay(path, ReplayOptions(verify=True))
     assert result.mismatch_count == 0, result.mismatches
-    assert result.stats.events == len(events) - 3
-    # Plain JSONL (no .gz): one JSON object a line.
-    assert all(orjson.loads(line) for line in path.read_bytes().splitlines())
+    assert result.stats.events == len(events) - start
 
 
-def test_a_stop_with_the_core_down_ends_at_the_last_complete_event(
+def test_a_start_without_a_core_service_is_refused(bus: tuple[str, str], tmp_path: Path) -> None:
+    nats_url, redis_url = bus
+
+    async def go() -> tuple[RecorderReply, RecorderStatus]:
+        async with services(nats_url, redis_url, tmp_path, with_core=False):
+            return await command(nats_url, "start", "nocore"), await recorder_status(redis_url)
+
+    reply, status = asyncio.run(go())
+    assert not reply.ok and not reply.conflict
+    assert reply.error == (
+        "recording 'nocore.jsonl.gz' not started: the core service is not running "
+        "(nobody answers on xce.core.record)"
+    )
+    assert status.state == "idle"
+
+
+def test_a_stop_with_the_core_down_ends_at_the_last_whole_event(
     bus: tuple[str, str], tmp_path: Path
 ) -> None:
     nats_url, redis_url = bus
     events = scenario(rounds=6)
 
-    async def go() -> None:
+    async def go() -> RecorderStatus:
         async with (
             connected(nats_url) as js,
-            services(nats_url, redis_url, tmp_path, with_core=False, stop_wait_s=0.3),
+            services(nats_url, redis_url, tmp_path, stop_wait_s=0.5) as running,
         ):
+            assert running.core is not None
             assert (await command(nats_url, "start", "cut")).ok
             await publish(js, events)
+            await core_at(running.core, len(events))
+            await wait_until(
+                lambda: _recorded(redis_url, len(events)), "the recorder to store every event"
+            )
+            running.core.stop()
+            await running.tasks[0]
             assert (await command(nats_url, "stop")).ok
-            await exported(redis_url, "cut.jsonl.gz")
+            return await exported(redis_url, "cut.jsonl.gz")
 
-    asyncio.run(go())
-    assert line_types(tmp_path / "cut.jsonl.gz") == ["HEADER", "SNAPSHOT"]
-    assert replay(tmp_path / "cut.jsonl.gz", ReplayOptions(verify=True)).mismatch_count == 0
+    status = asyncio.run(go())
+    path = tmp_path / "cut.jsonl.gz"
+    assert status.last_error is not None
+    assert status.last_error.startswith("the core service did not end recording cut.jsonl.gz")
+    assert status.last_error.endswith(f"the recording ends at event seq {len(events)}")
+    result = replay(path, ReplayOptions(verify=True))
+    assert result.mismatch_count == 0 and result.stats.events == len(events)
+
+
+async def _recorded(redis_url: str, seq: int) -> bool:
+    return (await recorder_status(redis_url)).seq >= seq
 
 
 def test_control_refusals(bus: tuple[str, str], tmp_path: Path) -> None:
@@ -249,7 +454,7 @@ def test_control_refusals(bus: tuple[str, str], tmp_path: Path) -> None:
     (tmp_path / "taken.jsonl.gz").write_bytes(gzip.compress(b""))
 
     async def go() -> list[RecorderReply]:
-        async with services(nats_url, redis_url, tmp_path, with_core=False):
+        async with services(nats_url, redis_url, tmp_path):
             nc = await nats.connect(nats_url)
             try:
                 bad = await nc.request(RECORDER_CONTROL_SUBJECT, b'{"action":"dance"}', timeout=5)
@@ -281,6 +486,7 @@ def test_control_refusals(bus: tuple[str, str], tmp_path: Path) -> None:
         and taken.error == "a recording named 'taken.jsonl.gz' exists"
     )
     assert default.ok and (default.status.name or "").startswith("rec-")
+    assert (default.status.recording_id or "").startswith("rec-")
     assert not second.ok and second.conflict
     assert stop.ok
 
@@ -293,7 +499,9 @@ def test_a_recording_left_by_a_crashed_recorder_is_exported_at_start(
 
     async def go() -> RecorderStatus:
         client = aioredis.Redis.from_url(redis_url)
-        left = RecorderStatus(state="recording", name="crash.jsonl", seq=42, lines=1)
+        left = RecorderStatus(
+            state="recording", name="crash.jsonl", seq=42, lines=1, recording_id="crash-1"
+        )
         await client.hset(RECORDER_STATUS_KEY, mapping=to_hash(left))  # type: ignore[arg-type]
         await client.xadd(recording_key("crash.jsonl"), {"line": header, "seq": 42})
         await client.aclose()
@@ -316,7 +524,7 @@ def test_the_core_service_publishes_its_status_after_each_round(bus: tuple[str, 
             seqs = await publish(js, events)
         service = CoreService(options)
         task = asyncio.create_task(service.run())
-        await wait_until(lambda: _at(service, seqs[-1]), "the core to finish")
+        await core_at(service, seqs[-1])
         service.stop()
         await task
         client = aioredis.Redis.from_url(redis_url)
@@ -335,10 +543,6 @@ def test_the_core_service_publishes_its_status_after_each_round(bus: tuple[str, 
     assert status.pending == sum(j.state.value == "PEND" for j in jobs)
     assert status.running == sum(j.state.value == "RUN" for j in jobs)
     assert status.events_waiting == 0 and status.lag_seconds >= 0
-
-
-async def _at(service: CoreService, seq: int) -> bool:
-    return service.seq >= seq
 
 
 def test_start_and_stop_while_events_stream_in(bus: tuple[str, str], tmp_path: Path) -> None:

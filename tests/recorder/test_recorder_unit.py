@@ -1,68 +1,193 @@
-"""The recorder without servers: its lines are those of ``xce-sched simulate
---record`` byte for byte, its options and command line refuse bad values in one line."""
+"""The recording path without servers: the core service's record lines are those of
+``xce-sched simulate --record`` byte for byte, numbered so that a restart publishes
+none twice; the recorder's export writes them as they are, reproducibly; its
+options and command line refuse bad values in one line."""
 
 from __future__ import annotations
 
 import asyncio
+import gzip
 from pathlib import Path
+from typing import Any
 
 import pytest
 from xce_core.core import SchedCore
+from xce_driver.live.record_stream import RecordStream
 from xce_driver.recording import Recorder, RecordingWriter
 from xce_recorder import service
-from xce_recorder.service import RecorderOptions, RecorderService, _push
-from xce_recorder.sink import LineBuffer
+from xce_recorder.service import (
+    RecorderOptions,
+    RecorderService,
+    decode_record_message,
+    recording_id,
+)
+from xce_recorder.sink import export_stream
 from xce_schemas import Decision
 from xce_schemas.admin import RecorderCommand
+from xce_schemas.bus import CoreRecording
 
 from tests.live.helpers import scenario
 from tests.live.servers import free_port
 
+Sent = tuple[str, bytes, str, dict[str, str]]
 
-def record(writer: RecordingWriter, interval: int) -> None:
+
+def simulate_lines(path: Path, interval: int) -> list[bytes]:
+    """The lines ``simulate --record`` writes for the scenario (the driver's Recorder)."""
     out: list[Decision] = []
     core = SchedCore(on_decision=out.append, prng_seed=0)
-    recorder = Recorder(writer, interval)
-    recorder.start(core)
-    for seq, event in enumerate(scenario(rounds=5), start=1):
-        if isinstance(writer, LineBuffer):
-            writer.seq = seq
-        out.clear()
-        recorder.event(event)
-        core.push_event(event)
-        for decision in out:
-            recorder.decision(decision)
-        recorder.after_event(core)
-
-
-def test_the_buffer_holds_the_lines_a_file_recording_holds(tmp_path: Path) -> None:
-    path = tmp_path / "sim.jsonl"
     with RecordingWriter(path) as writer:
-        record(writer, interval=4)
-    buffer = LineBuffer()
-    record(buffer, interval=4)
-    file_lines = path.read_bytes().splitlines()
-    lines = buffer.take()
-    assert buffer.pending == [] and buffer.lines == len(file_lines)
-    # HEADER carries the wall time: compare it without.
-    assert [line for _, line in lines][1:] == file_lines[1:]
-    assert lines[0][0] == 0 and lines[-1][0] == len(scenario(rounds=5))
-    seqs = [seq for seq, _ in lines]
-    assert seqs == sorted(seqs)
+        recorder = Recorder(writer, interval)
+        recorder.start(core)
+        for event in scenario(rounds=5):
+            out.clear()
+            recorder.event(event)
+            core.push_event(event)
+            for decision in out:
+                recorder.decision(decision)
+            recorder.after_event(core)
+    return path.read_bytes().splitlines()
 
 
-def test_an_event_the_core_service_rejects_is_not_pushed() -> None:
+async def record_live(
+    stream: RecordStream, interval: int, upto: int | None = None
+) -> tuple[SchedCore, list[Decision]]:
+    """Feed the scenario through a core and ``stream`` as the core service does."""
     out: list[Decision] = []
     core = SchedCore(on_decision=out.append, prng_seed=0)
-    assert _push(core, out, "xce.events.JOBS_PUSH", b"not json") is None
-    assert _push(core, out, "xce.events.NOPE", b"{}") is None
-    unknown_queue = (
-        b'{"type":"JOBS_PUSH","ts":0,"payload":{"jobs":[{"jobid":1,"queue":"x","submit_ts":0}]}}'
+    recording = CoreRecording(id="t-1", snapshot_interval=interval, start_seq=0)
+    await stream.start(core, 0, recording)
+    events = scenario(rounds=5)
+    for seq, event in enumerate(events[:upto], start=1):
+        out.clear()
+        core.push_event(event)
+        await stream.event(core, seq, event, out)
+    if upto is None:
+        await stream.end(len(events))
+    return core, out
+
+
+def collector() -> tuple[list[Sent], RecordStream]:
+    sent: list[Sent] = []
+
+    async def publish(subject: str, payload: bytes, msg_id: str, headers: dict[str, str]) -> None:
+        sent.append((subject, payload, msg_id, headers))
+
+    return sent, RecordStream(publish)
+
+
+def test_the_record_stream_holds_the_lines_of_a_file_recording(tmp_path: Path) -> None:
+    file_lines = simulate_lines(tmp_path / "sim.jsonl", interval=4)
+    sent, stream = collector()
+    asyncio.run(record_live(stream, interval=4))
+    payloads = [payload for _, payload, _, _ in sent]
+    # HEADER carries the wall time: here the core's time, the epoch.
+    assert payloads[0].endswith(b'"start_ts":0,"start_wall":"1970-01-01T00:00:00Z"}')
+    assert payloads[1:-1] == file_lines[1:]
+    assert payloads[-1] == b""  # END
+    assert {subject for subject, _, _, _ in sent} == {"xce.record.t-1"}
+    assert [msg_id for _, _, msg_id, _ in sent] == [f"xce-rec:t-1:{n}" for n in range(len(sent))]
+    kinds = [headers["Xce-Record-Type"] for _, _, _, headers in sent]
+    assert kinds[:2] == ["HEADER", "SNAPSHOT"] and kinds[-1] == "END"
+    # The last line of each group (start pair, event with its decisions and snapshot).
+    last = [n for n, (_, _, _, headers) in enumerate(sent) if headers.get("Xce-Record-Last")]
+    groups = 1 + len(scenario(rounds=5)) + 1
+    assert len(last) == groups and last[0] == 1 and last[-1] == len(sent) - 1
+    seqs = [int(headers["Xce-Record-Seq"]) for _, _, _, headers in sent]
+    assert seqs == sorted(seqs) and seqs[0] == 0 and seqs[-1] == len(scenario(rounds=5))
+
+
+def test_a_restart_publishes_nothing_twice_and_goes_on_numbering() -> None:
+    """A stream restored from a checkpoint taken after event 7, with the watermark of
+    the 4 messages a crashed core published after it, publishes exactly the rest."""
+    whole, stream = collector()
+    asyncio.run(record_live(stream, interval=3))
+    _, before = collector()
+    asyncio.run(record_live(before, interval=3, upto=7))
+    checkpoint = before.state()
+    assert checkpoint is not None and checkpoint.end_seq is None
+    crashed_at = checkpoint.messages + 4  # the last message out before the crash
+    assert crashed_at < len(whole) - 1
+
+    async def restart() -> list[Sent]:
+        sent, after = collector()
+        after.restore(checkpoint)
+        after.watermark = ("t-1", crashed_at)
+        out: list[Decision] = []
+        core = SchedCore(on_decision=out.append, prng_seed=0)
+        events = scenario(rounds=5)
+        for event in events[:7]:
+            core.push_event(event)
+        for seq, event in enumerate(events[7:], start=8):
+            out.clear()
+            core.push_event(event)
+            await after.event(core, seq, event, out)
+        await after.end(len(events))
+        return sent
+
+    assert whole[: crashed_at + 1] + asyncio.run(restart()) == whole
+
+
+def test_recording_ids_are_subject_tokens() -> None:
+    assert recording_id("night.jsonl.gz", "ab12") == "night_jsonl_gz-ab12"
+    first, second = recording_id("x.jsonl"), recording_id("x.jsonl")
+    assert first != second and first.startswith("x_jsonl-")
+
+
+class FakeRedis:
+    """The one Redis call ``export_stream`` makes, over a list of lines."""
+
+    def __init__(self, lines: list[bytes]) -> None:
+        self.entries = [(f"{n + 1}-0".encode(), {b"line": line}) for n, line in enumerate(lines)]
+
+    async def xrange(self, key: str, min: str, max: str, count: int) -> list[Any]:
+        start = (
+            0
+            if min == "-"
+            else next(i for i, (e, _) in enumerate(self.entries) if e == min.encode())
+        )
+        return self.entries[start : start + count]
+
+
+def test_an_export_writes_the_lines_as_they_are_and_gzip_reproducibly(tmp_path: Path) -> None:
+    lines = [b'{"type":"HEADER"}', b'{"type":"BEGIN_ROUND","ts":1}'] * 3000
+    plain, one, two = tmp_path / "a.jsonl", tmp_path / "b" / "x.jsonl.gz", tmp_path / "x.jsonl.gz"
+    one.parent.mkdir()
+    client: Any = FakeRedis(lines)
+    assert asyncio.run(export_stream(client, "k", plain)) == len(lines)
+    assert plain.read_bytes() == b"".join(line + b"\n" for line in lines)
+    asyncio.run(export_stream(client, "k", one))
+    asyncio.run(export_stream(client, "k", two))
+    assert one.read_bytes() == two.read_bytes()
+    assert gzip.decompress(one.read_bytes()) == plain.read_bytes()
+    assert not list(tmp_path.glob(".part.*"))
+    with pytest.raises(FileExistsError):
+        asyncio.run(export_stream(client, "k", plain))
+
+
+def test_a_record_message_of_another_recording_is_not_taken() -> None:
+    class Msg:
+        def __init__(self, headers: dict[str, str]) -> None:
+            self.headers = headers
+            self.data = b""
+
+    end = Msg(
+        {
+            "Nats-Msg-Id": "xce-rec:a-1:4",
+            "Xce-Record-Seq": "17",
+            "Xce-Record-Type": "END",
+            "Xce-Record-Last": "1",
+        }
     )
-    assert _push(core, out, "xce.events.JOBS_PUSH", unknown_queue) is None
-    assert core.state.jobs == {}
-    event = _push(core, out, "xce.events.BEGIN_ROUND", b'{"type":"BEGIN_ROUND","ts":5}')
-    assert event is not None and event.type == "BEGIN_ROUND" and core.last_ts == 5
+    line = decode_record_message("a-1", end)  # type: ignore[arg-type]
+    assert line is not None and (line.number, line.seq, line.type, line.last) == (
+        4,
+        17,
+        "END",
+        True,
+    )
+    assert decode_record_message("a-2", end) is None  # type: ignore[arg-type]
+    assert decode_record_message("a-1", Msg({})) is None  # type: ignore[arg-type]
 
 
 @pytest.mark.parametrize(
@@ -72,9 +197,9 @@ def test_an_event_the_core_service_rejects_is_not_pushed() -> None:
         ({"fetch_batch": 0}, "fetch_batch must be 1 or more, not 0"),
         ({"poll_s": 0}, "poll_s and start_timeout_s must be positive, stop_wait_s ≥ 0"),
         ({"stop_wait_s": -1}, "poll_s and start_timeout_s must be positive, stop_wait_s ≥ 0"),
-        ({"prng_seed": -2}, "prng_seed must be 0 or more, not -2"),
+        ({"connect_timeout_s": 0}, "connect timeout must be positive, not 0"),
     ],
-    ids=["negative interval", "empty batch", "no poll", "negative stop wait", "negative seed"],
+    ids=["negative interval", "empty batch", "no poll", "negative stop wait", "no connect time"],
 )
 def test_bad_options(kwargs: dict[str, int], message: str) -> None:
     with pytest.raises(ValueError, match=message):

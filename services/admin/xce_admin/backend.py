@@ -82,8 +82,8 @@ class LiveBackend:
     Args:
         redis_url: the Redis URL.
         nats_url: the NATS URL(s).
-        timeout_s: how long a recorder command may take, s (a start catches the
-            recorder's replica core up first).
+        timeout_s: how long a recorder command may take, s (a start waits for the
+            core service to reach the end of the event stream).
     """
 
     def __init__(self, redis_url: str, nats_url: str, timeout_s: float = 60.0) -> None:

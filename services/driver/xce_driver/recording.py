@@ -69,9 +69,17 @@ class RecordingWriter:
             raise self._named(exc) from exc
         self.lines += 1
 
-    def header(self, config: SchedulerConfig, start_ts: int) -> None:
-        """Write the HEADER line (version, configuration hash, start ts and wall time)."""
-        wall = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    def header(self, config: SchedulerConfig, start_ts: int, start_wall: str | None = None) -> None:
+        """Write the HEADER line (version, configuration hash, start ts and wall time).
+
+        Args:
+            config: the configuration in effect (its hash goes in the line).
+            start_ts: the core's time at the start, ns.
+            start_wall: the wall time to write, ISO 8601 UTC; default now. The live
+                core passes one derived from the events, so that a core restarted
+                mid-recording writes the same HEADER.
+        """
+        wall = start_wall or datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
         header = Header(
             version=RECORDING_VERSION,
             config_hash=config_hash(config),

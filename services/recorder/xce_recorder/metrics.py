@@ -30,14 +30,14 @@ class RecorderMetrics:
         )
         self.events = Counter("xce_recorder_events", "Event lines recorded", registry=r)
         self.decisions = Counter("xce_recorder_decisions", "DECISION lines recorded", registry=r)
-        self.events_skipped = Counter(
-            "xce_recorder_events_skipped",
-            "Events not recorded: malformed or rejected by the core (dead-lettered)",
+        self.duplicates = Counter(
+            "xce_recorder_record_duplicates",
+            "Record messages read twice (after a re-read) and skipped",
             registry=r,
         )
-        self.mismatches = Counter(
-            "xce_recorder_decision_mismatches",
-            "Events whose published decisions differ from the recorder's replica core",
+        self.gaps = Counter(
+            "xce_recorder_record_gaps",
+            "Record messages missing from XCE_RECORD (a recording with a gap is not valid)",
             registry=r,
         )
         self.recordings = Counter(
@@ -53,7 +53,7 @@ class RecorderMetrics:
             registry=r,
         )
         self.seq = Gauge(
-            "xce_recorder_event_seq", "Stream sequence of the last event recorded", registry=r
+            "xce_recorder_event_seq", "XCE_EVENTS sequence of the last event recorded", registry=r
         )
 
     def serve(self, port: int, addr: str = "0.0.0.0") -> WSGIServer:

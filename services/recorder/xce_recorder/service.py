@@ -1,47 +1,41 @@
-"""The recorder service: the ordered recording of the live core into Redis, exported to
-a ``.jsonl`` / ``.jsonl.gz`` file when it stops (Req 10 AC 9-10, 15).
+"""The recorder service: stores the core service's ordered record stream in Redis and
+exports each recording to a ``.jsonl`` / ``.jsonl.gz`` file when it stops (Req 10
+AC 9-10, 15).
 
 **Control.** The recorder answers ``RecorderCommand`` requests (JSON) on the NATS
 subject ``xce.recorder.control`` with a ``RecorderReply``: ``start`` (optional file
-name), ``stop``, ``status``. Its state is also kept in the Redis hash
-``xce:recorder:status`` (``RecorderStatus``), which the admin API reads. A start is
-answered once the HEADER and the start SNAPSHOT are in Redis; a stop at once (state
-``stopping``), the file appears when the export is done (state ``idle`` again,
-``last_file`` set).
+name), ``stop``, ``status`` (the admin API sends them). Its state is also kept in the
+Redis hash ``xce:recorder:status`` (``RecorderStatus``), which the admin API reads.
 
-**A replica core gives the snapshots.** On ``start`` the recorder loads the core
-service's checkpoint (``xce:core:snapshot``: sequence S and the core state; none: a
-fresh core) into its own ``SchedCore`` and pushes it the events S+1..L of
-``XCE_EVENTS``, L being the stream's last sequence at that moment. The recording
-starts there: HEADER, then the SNAPSHOT of the replica (the state after event L).
-Every later event is pushed into the replica as it is recorded, so a SNAPSHOT every
-``snapshot_interval`` recorded events is the state after exactly that event.
+**The core service makes the lines.** On ``start`` the recorder picks a recording id
+(the name made a subject token, plus a random suffix) and asks the core service to
+record (``CoreRecordCommand`` on ``xce.core.record``, with ``snapshot_interval``). The
+core answers once it has published HEADER and the SNAPSHOT of its state at the
+start position (every event the stream held when the command arrived) on
+``xce.record.<id>`` of stream ``XCE_RECORD``; then, for every event it takes, the
+event line, its DECISION lines and every N events a SNAPSHOT, in the format of
+``xce-sched simulate --record`` (see ``xce_schemas.bus``). The recorder is answered
+once that first pair is in Redis. It has no scheduling core of its own.
 
-**Each event followed by its decisions.** The recorded decisions are those the core
-service published on ``XCE_DECISIONS`` (not the replica's; a difference is counted in
-``xce_recorder_decision_mismatches_total``). The k-th decision of the event at
-sequence s carries the message id ``xce-core:<s>:<k>``, and the core publishes them
-one at a time in (s, k) order, so the recorder reads both streams in order and writes
-event s followed by its decisions once s is *settled*, i.e. once no further decision
-of s can appear: a decision of a later event has been read, or the core's durable
-consumer has acknowledged s (the core acknowledges an event only after its decisions
-are on the stream) and every decision published before that was read. Events the
-core rejects (malformed, or refused by the core: the dead-lettered ones) are not
-recorded, as the core never took them. The decisions are read from the last
-sequence of ``XCE_DECISIONS`` at start on, which holds every decision of events
-after L: the core publishes a decision only after its event entered the stream.
+**Lines in Redis.** The recorder reads ``xce.record.<id>`` in order (an ephemeral
+pull consumer; the messages are numbered, so a repeat is skipped and a missing one
+read again) and appends each line to the Redis stream ``xce:recording:<name>``
+(fields ``line``, the JSON text, and ``seq``, the event sequence), an event's lines
+together in one MULTI/EXEC with the status: Redis holds whole events only.
 
-**Lines in Redis.** Each line is one entry of the Redis stream
-``xce:recording:<name>`` (fields ``line``, the JSONL bytes, and ``seq``, the event
-sequence); the lines of a batch of settled events go in one MULTI/EXEC with the
-status update. On stop the recorder records the events up to the stream's end at
-that moment (waiting at most ``stop_wait_s`` for the core's decisions), exports the
-stream to ``<recordings dir>/<name>`` and deletes it from Redis. A recorder that
-finds a recording left unfinished by a crash exports what it holds (each event
-with all its decisions: a valid recording that ends early).
+**Stop.** ``stop`` is answered at once (state ``stopping``); the recorder asks the
+core to stop (retried while the core does not answer, for at most ``stop_wait_s``),
+the core stops once it has handled every event the stream held then and publishes
+``END``; the recorder then exports the Redis stream to ``<recordings dir>/<name>``
+(the lines as they are; ``.gz``: compressed reproducibly) and deletes it. If ``END``
+does not come within ``stop_wait_s`` (the core is down), the recording ends at the
+last whole event read, and ``last_error`` says so. A recorder that finds a recording
+left unfinished by a crash asks the core to stop it and exports what Redis holds (a
+valid recording that ends early).
 
-Recording changes nothing in scheduling: the recorder only reads the streams and the
-checkpoint (Req 10 AC 9).
+Recording changes nothing in scheduling (Req 10 AC 9): the core only reads its state
+to make the lines. The recorder imports only ``xce_schemas``, nats, redis,
+prometheus_client and the standard library (``tests/test_layering.py``).
 """
 
 from __future__ import annotations
@@ -50,35 +44,34 @@ import argparse
 import asyncio
 import contextlib
 import logging
+import re
+import secrets
 import signal
 import sys
 import time
-from collections import deque
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 
 import nats
-import orjson
 import redis.asyncio as aioredis
 from nats.aio.client import Client as NatsClient
 from nats.aio.msg import Msg
 from nats.errors import Error as NatsError
+from nats.errors import NoRespondersError
 from nats.js import JetStreamContext
-from nats.js.api import AckPolicy, ConsumerConfig, DeliverPolicy
-from nats.js.errors import NotFoundError
+from nats.js.api import (
+    AckPolicy,
+    ConsumerConfig,
+    DeliverPolicy,
+    RetentionPolicy,
+    StorageType,
+    StreamConfig,
+)
+from nats.js.errors import BadRequestError, NotFoundError
 from pydantic import ValidationError
 from redis.exceptions import RedisError
-from xce_core.core import SchedCore
-from xce_core.errors import CoreError
-from xce_core.plugins import PluginRegistry
-from xce_core.snapshot import load_snapshot
-from xce_driver.live.core_service import decode_event
-from xce_driver.live.streams import ensure_streams
-from xce_driver.plugins import load_registry
-from xce_driver.recording import Recorder
-from xce_schemas import CoreEvent, Decision, parse_decision
 from xce_schemas.admin import (
     RECORDER_CONTROL_SUBJECT,
     RECORDER_STATUS_KEY,
@@ -93,21 +86,31 @@ from xce_schemas.admin import (
     to_hash,
 )
 from xce_schemas.bus import (
-    CORE_CHECKPOINT_KEY,
-    DECISIONS_STREAM,
-    DECISIONS_SUBJECTS,
-    EVENTS_STREAM,
-    EVENTS_SUBJECTS,
+    CORE_RECORD_SUBJECT,
     MSG_ID_HEADER,
-    CoreCheckpoint,
-    parse_decision_msg_id,
+    RECORD_DUPLICATE_WINDOW_S,
+    RECORD_END,
+    RECORD_LAST_HEADER,
+    RECORD_SEQ_HEADER,
+    RECORD_STREAM,
+    RECORD_SUBJECTS,
+    RECORD_TYPE_HEADER,
+    CoreRecordCommand,
+    CoreRecordReply,
+    parse_record_msg_id,
+    record_subject,
 )
 from xce_schemas.errors import describe
 
 from xce_recorder.metrics import RecorderMetrics
-from xce_recorder.sink import LineBuffer, export_stream
+from xce_recorder.sink import export_stream
 
 log = logging.getLogger("xce_recorder.service")
+
+#: The longest wait for one answer to a stop before asking again, s.
+STOP_RETRY_S = 5.0
+#: Event line types (every ``type`` but these three).
+_NOT_EVENTS = frozenset({"HEADER", "SNAPSHOT", "DECISION"})
 
 
 class ConnectError(OSError):
@@ -136,30 +139,24 @@ class RecorderOptions:
         redis_url: Redis URL.
         recordings_dir: where exported recordings go (created if missing).
         snapshot_interval: a SNAPSHOT every N recorded events (0: only the first;
-            Req 10 AC 10).
-        prng_seed: PRNG seed of a fresh replica when there is no checkpoint yet; must
-            be the core service's (``--prng-seed``, default 0).
-        core_durable: the core service's durable consumer, whose acknowledgements
-            tell which events' decisions are complete.
-        checkpoint_key: the Redis key of the core's checkpoint.
+            Req 10 AC 10); sent to the core service with each start.
         fetch_batch: messages fetched per request (≥ 1).
-        poll_s: longest wait for new events while recording, s (> 0).
-        stop_wait_s: on stop, the longest wait for the core to publish the decisions
-            of the events up to the stop, s (≥ 0); events it has not finished by then
-            are left out.
-        start_timeout_s: the longest a start may take (catching up the replica), s;
-            less than the admin API's command timeout (60 s), so a slow start is
-            answered with its reason rather than timing out there.
+        poll_s: longest wait for new lines while recording, s (> 0).
+        stop_wait_s: on stop, the longest wait for the core service to end the
+            recording, s (≥ 0); the recording then ends at the last whole event read.
+        start_timeout_s: the longest a start may take (the core catching up to the
+            stream's end first), s; less than the admin API's command timeout (60 s),
+            so a slow start is answered with its reason rather than timing out there.
         connect_timeout_s: the longest the recorder waits for NATS when it starts, s.
+
+    Raises:
+        ValueError: an option out of range.
     """
 
     nats_url: str = "nats://127.0.0.1:4222"
     redis_url: str = "redis://127.0.0.1:6379/0"
     recordings_dir: Path = Path("recordings")
     snapshot_interval: int = 10_000
-    prng_seed: int = 0
-    core_durable: str = "xce-core"
-    checkpoint_key: str = CORE_CHECKPOINT_KEY
     fetch_batch: int = 256
     poll_s: float = 0.1
     stop_wait_s: float = 30.0
@@ -175,25 +172,75 @@ class RecorderOptions:
             raise ValueError("poll_s and start_timeout_s must be positive, stop_wait_s ≥ 0")
         if self.connect_timeout_s <= 0:
             raise ValueError(f"connect timeout must be positive, not {self.connect_timeout_s}")
-        if self.prng_seed < 0:
-            raise ValueError(f"prng_seed must be 0 or more, not {self.prng_seed}")
 
 
-class StreamCursor:
-    """Reads one JetStream stream in sequence order from a given sequence, through an
-    ephemeral pull consumer without acknowledgements.
+def recording_id(name: str, suffix: str | None = None) -> str:
+    """A fresh recording id for the file ``name``: the name with every character but
+    letters, digits, ``_`` and ``-`` made ``_`` (at most 100), ``-``, and ``suffix``
+    (default 12 random hex digits), e.g. ``night_jsonl_gz-3f9c0a1b2d4e``."""
+    token = re.sub(r"[^A-Za-z0-9_-]", "_", name)[:100]
+    return f"{token}-{suffix if suffix is not None else secrets.token_hex(6)}"
 
-    A message lost between server and client (a reconnect) shows as a gap; the cursor
-    then recreates its consumer at the sequence it expects, and accepts the gap only
-    when the stream itself lacks those messages.
+
+@dataclass(frozen=True, slots=True)
+class RecordLine:
+    """One message of a record stream, decoded from its headers.
+
+    Attributes:
+        number: its number in the recording (from 0).
+        seq: the event sequence it belongs to.
+        type: the line's ``type`` (``END`` for the closing message).
+        last: the last line of its event's group.
+        data: the line (JSON text, no newline).
     """
 
-    def __init__(self, js: JetStreamContext, stream: str, subject: str, start_seq: int) -> None:
+    number: int
+    seq: int
+    type: str
+    last: bool
+    data: bytes
+
+
+def decode_record_message(rid: str, msg: Msg) -> RecordLine | None:
+    """The ``RecordLine`` of a message of recording ``rid``, or None when it is not
+    one (another id, or no id)."""
+    headers = msg.headers or {}
+    mark = parse_record_msg_id(headers.get(MSG_ID_HEADER, ""))
+    if mark is None or mark[0] != rid:
+        return None
+    seq_text = headers.get(RECORD_SEQ_HEADER, "")
+    return RecordLine(
+        number=mark[1],
+        seq=int(seq_text) if seq_text.isdigit() else 0,
+        type=headers.get(RECORD_TYPE_HEADER, ""),
+        last=headers.get(RECORD_LAST_HEADER) == "1",
+        data=msg.data,
+    )
+
+
+class RecordCursor:
+    """Reads the messages of one recording from ``XCE_RECORD`` in number order,
+    through an ephemeral pull consumer (no acknowledgements) filtered on its subject,
+    from stream sequence ``start_seq`` on (none of its messages is before).
+
+    A message read again (after a re-read) is skipped; a missing number makes the
+    cursor re-read from the stream position after the last message taken, and is
+    accepted as a gap (``gaps``) only when the stream itself lacks it.
+
+    Attributes:
+        next_number: the number expected next.
+        gaps: messages found missing from the stream.
+        duplicates: messages skipped as read already.
+    """
+
+    def __init__(self, js: JetStreamContext, rid: str, start_seq: int = 1) -> None:
         self.js = js
-        self.stream = stream
-        self.subject = subject
-        #: The next sequence expected.
-        self.next_seq = max(1, start_seq)
+        self.rid = rid
+        self.subject = record_subject(rid)
+        self.next_number = 0
+        self.gaps = 0
+        self.duplicates = 0
+        self._next_stream_seq = max(1, start_seq)
         self._sub: JetStreamContext.PullSubscription | None = None
         self._gap_at: int | None = None
 
@@ -201,16 +248,16 @@ class StreamCursor:
         if self._sub is None:
             config = ConsumerConfig(
                 deliver_policy=DeliverPolicy.BY_START_SEQUENCE,
-                opt_start_seq=self.next_seq,
+                opt_start_seq=self._next_stream_seq,
                 ack_policy=AckPolicy.NONE,
                 inactive_threshold=300.0,
             )
             self._sub = await self.js.pull_subscribe(
-                self.subject, stream=self.stream, config=config
+                self.subject, stream=RECORD_STREAM, config=config
             )
         return self._sub
 
-    async def fetch(self, batch: int, timeout_s: float) -> list[Msg]:
+    async def fetch(self, batch: int, timeout_s: float) -> list[RecordLine]:
         """The next messages in order (none when ``timeout_s`` passes first).
 
         Raises:
@@ -221,21 +268,40 @@ class StreamCursor:
             msgs = await sub.fetch(batch, timeout=timeout_s)
         except TimeoutError:
             return []
-        taken: list[Msg] = []
+        except NatsError:
+            await self.close()  # the next fetch reads again from where this one was
+            raise
+        taken: list[RecordLine] = []
         for msg in msgs:
-            seq = msg.metadata.sequence.stream
-            if seq < self.next_seq:
-                continue  # delivered again after a recreate
-            if seq > self.next_seq and self._gap_at != self.next_seq:
-                log.warning(
-                    "%s: seq %d follows %d; re-reading", self.stream, seq, self.next_seq - 1
+            line = decode_record_message(self.rid, msg)
+            if line is None:
+                continue
+            if line.number < self.next_number:
+                self.duplicates += 1
+                continue
+            if line.number > self.next_number:
+                if self._gap_at != self.next_number:
+                    log.warning(
+                        "%s: message %d follows %d; re-reading",
+                        self.subject,
+                        line.number,
+                        self.next_number - 1,
+                    )
+                    self._gap_at = self.next_number
+                    await self.close()
+                    break
+                log.error(
+                    "%s: messages %d..%d are not in %s: the recording has a gap",
+                    self.subject,
+                    self.next_number,
+                    line.number - 1,
+                    RECORD_STREAM,
                 )
-                self._gap_at = self.next_seq
-                await self.close()
-                break
+                self.gaps += line.number - self.next_number
             self._gap_at = None
-            taken.append(msg)
-            self.next_seq = seq + 1
+            taken.append(line)
+            self.next_number = line.number + 1
+            self._next_stream_seq = msg.metadata.sequence.stream + 1
         return taken
 
     async def close(self) -> None:
@@ -246,16 +312,7 @@ class StreamCursor:
         with contextlib.suppress(NatsError, NotFoundError):
             await sub.unsubscribe()
         with contextlib.suppress(NatsError, NotFoundError):
-            await self.js.delete_consumer(self.stream, sub._consumer)
-
-
-@dataclass
-class _Event:
-    """An event read from ``XCE_EVENTS``, waiting for its decisions."""
-
-    seq: int
-    subject: str
-    data: bytes
+            await self.js.delete_consumer(RECORD_STREAM, sub._consumer)
 
 
 @dataclass
@@ -264,30 +321,26 @@ class _Session:
 
     name: str
     key: str
-    buffer: LineBuffer
-    recorder: Recorder
-    replica: SchedCore
-    made: list[Decision]
+    rid: str
     start_seq: int
     started: str
-    events: StreamCursor
-    decisions: StreamCursor
-    #: Events read and not yet written, in order.
-    waiting: deque[_Event] = field(default_factory=deque)
-    #: Decisions read, by event sequence, then index: the published JSON.
-    published: dict[int, dict[int, bytes]] = field(default_factory=dict)
-    #: The highest event sequence a read decision belongs to.
-    decided_seq: int = 0
-    #: Every event up to this one has all its decisions read.
-    settled_seq: int = 0
-    #: The last event written (skipped ones included).
-    written_seq: int = 0
+    cursor: RecordCursor
+    #: Lines of the event being read (its last line not read yet).
+    group: list[RecordLine] = field(default_factory=list)
+    #: Whole events read, not yet in Redis.
+    ready: list[RecordLine] = field(default_factory=list)
+    #: The last event sequence in Redis, and the counts of lines there.
+    seq: int = 0
+    lines: int = 0
     snapshots: int = 0
+    ended: bool = False
     stop_requested: bool = False
-    stop_at: int | None = None
     stop_deadline: float = 0.0
-    #: The core durable's acknowledged floor seen last (monotone).
-    floor: int = 0
+    stop_task: asyncio.Task[None] | None = None
+    #: Why the recording is not whole, when it is not.
+    note: str | None = None
+    gaps_counted: int = 0
+    duplicates_counted: int = 0
 
 
 class RecorderService:
@@ -295,22 +348,14 @@ class RecorderService:
 
     Args:
         options: connections, recordings folder, snapshot interval.
-        registry: plugins the replica core may need; default built-ins plus entry points.
         metrics: where to count; default a fresh ``RecorderMetrics``.
 
     ``run`` returns when ``stop`` is called; a recording on at that moment is
-    finished (up to what is settled) and exported first.
+    finished (the core asked to stop it) and exported first.
     """
 
-    def __init__(
-        self,
-        options: RecorderOptions,
-        *,
-        registry: PluginRegistry | None = None,
-        metrics: RecorderMetrics | None = None,
-    ) -> None:
+    def __init__(self, options: RecorderOptions, *, metrics: RecorderMetrics | None = None) -> None:
         self.options = options
-        self.registry = registry if registry is not None else load_registry()
         self.metrics = metrics if metrics is not None else RecorderMetrics()
         self.status = RecorderStatus()
         self._session: _Session | None = None
@@ -349,7 +394,7 @@ class RecorderService:
         self._js = nc.jetstream()
         self._redis = aioredis.Redis.from_url(self.options.redis_url)
         try:
-            await ensure_streams(self._js)
+            await ensure_record_stream(self._js)
             await self._recover()
             await self._save_status()
             sub = await nc.subscribe(RECORDER_CONTROL_SUBJECT, cb=self._control)
@@ -385,8 +430,8 @@ class RecorderService:
                     last_beat = time.time()
                     await self._save_status()
                 continue
-            if self._stop.is_set():
-                session.stop_requested = True
+            if self._stop.is_set() and not session.stop_requested:
+                self._request_stop(session)
             try:
                 done = await self._step(session)
             except (NatsError, RedisError) as exc:
@@ -433,7 +478,7 @@ class RecorderService:
             if session is None:
                 return self._reply("not recording", conflict=True)
             if not session.stop_requested:
-                session.stop_requested = True
+                self._request_stop(session)
                 self.status = self._current().model_copy(update={"state": "stopping"})
                 self._wake.set()
             return self._reply()
@@ -447,15 +492,10 @@ class RecorderService:
         except RecordingNameError as exc:
             return self._reply(str(exc))
         try:
-            await asyncio.wait_for(self._begin(name), self.options.start_timeout_s)
+            await self._begin(name)
         except StartError as exc:
             return self._reply(str(exc), conflict=exc.conflict)
-        except TimeoutError:
-            return self._reply(
-                f"recording {name!r} not started: catching up took over "
-                f"{self.options.start_timeout_s:g} s"
-            )
-        except (NatsError, RedisError, CoreError, OSError) as exc:
+        except (NatsError, RedisError, OSError) as exc:
             return self._reply(f"recording {name!r} not started: {exc}")
         self._wake.set()
         return self._reply()
@@ -465,11 +505,7 @@ class RecorderService:
         status = self.status
         if session is not None:
             status = status.model_copy(
-                update={
-                    "seq": session.written_seq,
-                    "lines": session.buffer.lines,
-                    "snapshots": session.snapshots,
-                }
+                update={"seq": session.seq, "lines": session.lines, "snapshots": session.snapshots}
             )
         return status.model_copy(update={"heartbeat": time.time()})
 
@@ -489,237 +525,230 @@ class RecorderService:
         except RedisError as exc:
             log.warning("status not written: %s", exc)
 
+    # --- the core service --------------------------------------------------------------
+
+    async def _core(self, command: CoreRecordCommand, timeout_s: float) -> CoreRecordReply:
+        """Send ``command`` to the core service and return its answer.
+
+        Raises:
+            nats.errors.NoRespondersError: no core service is listening.
+            TimeoutError: it did not answer within ``timeout_s``.
+            nats.errors.Error: the request failed otherwise.
+            pydantic.ValidationError: the answer is not a ``CoreRecordReply``.
+        """
+        assert self._nc is not None
+        msg = await self._nc.request(
+            CORE_RECORD_SUBJECT, command.model_dump_json().encode(), timeout=max(0.05, timeout_s)
+        )
+        return CoreRecordReply.model_validate_json(msg.data)
+
+    async def _abandon(self, rid: str) -> None:
+        """Ask the core to stop recording ``rid``, which nobody will store (best effort:
+        a core that does not answer ends it at its next start)."""
+        with contextlib.suppress(NatsError, TimeoutError, ValidationError):
+            await self._core(CoreRecordCommand(action="stop", id=rid), 2.0)
+
     # --- start -----------------------------------------------------------------------
 
     async def _begin(self, name: str) -> None:
-        """Load the checkpoint, catch the replica up to the stream's end, write HEADER
-        and SNAPSHOT into Redis; the session is on when this returns.
+        """Ask the core to start recording, store its HEADER and SNAPSHOT in Redis;
+        the session is on when this returns.
 
         Raises:
-            StartError: a recording of that name exists, or the checkpoint is unusable.
+            StartError: a recording of that name exists, the core service does not
+                answer or refuses, or its first lines do not come in time.
         """
         assert self._js is not None and self._redis is not None
-        js, client, options = self._js, self._redis, self.options
+        options = self.options
         key = recording_key(name)
-        if (options.recordings_dir / name).exists() or await client.exists(key):
+        if (options.recordings_dir / name).exists() or await self._redis.exists(key):
             raise StartError(f"a recording named {name!r} exists", conflict=True)
-        made: list[Decision] = []
-        replica, seq = await self._load_checkpoint(made)
-        # Decisions first: every decision up to ``last_decision`` is of an event up to
-        # ``last_event`` (an event is in the stream before the core decides on it).
-        last_decision = (await js.stream_info(DECISIONS_STREAM)).state.last_seq
-        events_info = (await js.stream_info(EVENTS_STREAM)).state
-        last_event = events_info.last_seq
-        if last_event < seq:
+        deadline = time.monotonic() + options.start_timeout_s
+        rid = recording_id(name)
+        # The recording's messages all come after the stream's end now.
+        first = (await self._js.stream_info(RECORD_STREAM)).state.last_seq + 1
+        command = CoreRecordCommand(
+            action="start", id=rid, name=name, snapshot_interval=options.snapshot_interval
+        )
+        try:
+            reply = await self._core(command, options.start_timeout_s)
+        except NoRespondersError:
             raise StartError(
-                f"the core's checkpoint is at event seq {seq}, past the end of "
-                f"{EVENTS_STREAM} ({last_event})"
-            )
-        if events_info.messages and events_info.first_seq > seq + 1:
+                f"recording {name!r} not started: the core service is not running "
+                f"(nobody answers on {CORE_RECORD_SUBJECT})"
+            ) from None
+        except TimeoutError:
+            await self._abandon(rid)
             raise StartError(
-                f"events {seq + 1}..{events_info.first_seq - 1} are no longer in "
-                f"{EVENTS_STREAM}: the state at the start cannot be rebuilt"
-            )
-        events = StreamCursor(js, EVENTS_STREAM, EVENTS_SUBJECTS, seq + 1)
-        while events.next_seq <= last_event:
-            for msg in await events.fetch(options.fetch_batch, 1.0):
-                if msg.metadata.sequence.stream > last_event:
-                    break  # not expected: the cursor stops at the end of a fetch
-                _push(replica, made, msg.subject, msg.data)
-        if events.next_seq > last_event + 1:  # read past the start: read again from there
-            await events.close()
-            events.next_seq = last_event + 1
-        buffer = LineBuffer()
-        recorder = Recorder(buffer, options.snapshot_interval)
-        buffer.seq = last_event
-        recorder.start(replica)
+                f"recording {name!r} not started: the core service did not start it within "
+                f"{options.start_timeout_s:g} s"
+            ) from None
+        except ValidationError:
+            raise StartError(
+                f"recording {name!r} not started: the core answered nonsense"
+            ) from None
+        if not reply.ok or reply.start_seq is None:
+            raise StartError(f"recording {name!r} not started: {reply.error}")
         started = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
         session = _Session(
             name=name,
             key=key,
-            buffer=buffer,
-            recorder=recorder,
-            replica=replica,
-            made=made,
-            start_seq=last_event,
+            rid=rid,
+            start_seq=reply.start_seq,
             started=started,
-            events=events,
-            decisions=StreamCursor(js, DECISIONS_STREAM, DECISIONS_SUBJECTS, last_decision + 1),
-            settled_seq=last_event,
-            written_seq=last_event,
-            snapshots=1,
+            cursor=RecordCursor(self._js, rid, first),
+            seq=reply.start_seq,
         )
+        try:
+            while not session.ready and time.monotonic() < deadline:
+                self._take(session, await session.cursor.fetch(options.fetch_batch, 0.5))
+            if not session.ready:
+                raise StartError(
+                    f"recording {name!r} not started: its first lines did not come within "
+                    f"{options.start_timeout_s:g} s"
+                )
+        except BaseException:
+            await session.cursor.close()
+            await self._abandon(rid)
+            raise
         self.status = RecorderStatus(
             state="recording",
             name=name,
-            start_seq=last_event,
-            seq=last_event,
+            start_seq=reply.start_seq,
+            seq=reply.start_seq,
             started=started,
             last_file=self.status.last_file,
+            recording_id=rid,
         )
         self._session = session
         self.metrics.recording.set(1)
-        self.metrics.snapshots.inc()
         await self._flush(session)
-        log.info("recording %s from event seq %d", name, last_event)
-
-    async def _load_checkpoint(self, made: list[Decision]) -> tuple[SchedCore, int]:
-        assert self._redis is not None
-        key = self.options.checkpoint_key
-        raw = await self._redis.get(key)
-        if raw is None:
-            core = SchedCore(made.append, self.options.prng_seed, registry=self.registry)
-            return core, 0
-        try:
-            checkpoint = CoreCheckpoint.model_validate_json(raw)
-        except ValidationError as exc:
-            raise StartError(f"checkpoint {key}: {describe(exc, default='document')}") from None
-        try:
-            core = load_snapshot(checkpoint.snapshot, made.append, registry=self.registry)
-        except CoreError as exc:
-            raise StartError(f"checkpoint {key}: {exc}") from None
-        return core, checkpoint.seq
+        log.info("recording %s (%s) from event seq %d", name, rid, reply.start_seq)
 
     # --- recording -------------------------------------------------------------------
 
     async def _step(self, session: _Session) -> bool:
-        """Read, settle and write what can be; True when the recording is over."""
-        assert self._js is not None
-        options = self.options
-        wait = options.poll_s if not session.waiting else min(options.poll_s, 0.02)
-        for msg in await session.events.fetch(options.fetch_batch, wait):
-            session.waiting.append(_Event(msg.metadata.sequence.stream, msg.subject, msg.data))
-        await self._read_decisions(session, 0.02)
-        if session.stop_requested and session.stop_at is None:
-            session.stop_at = (await self._js.stream_info(EVENTS_STREAM)).state.last_seq
-            session.stop_deadline = time.monotonic() + options.stop_wait_s
-            log.info("recording %s stops after event seq %d", session.name, session.stop_at)
-            await self._save_status()
-        if session.waiting and session.waiting[0].seq >= session.decided_seq:
-            await self._sync_floor(session)
-        self._write_settled(session)
+        """Read and store what came; True when the recording is over."""
+        cursor = session.cursor
+        self._take(session, await cursor.fetch(self.options.fetch_batch, self.options.poll_s))
+        self.metrics.gaps.inc(cursor.gaps - session.gaps_counted)
+        self.metrics.duplicates.inc(cursor.duplicates - session.duplicates_counted)
+        session.gaps_counted, session.duplicates_counted = cursor.gaps, cursor.duplicates
         await self._flush(session)
-        if session.stop_at is None:
-            return False
-        if session.written_seq >= session.stop_at:
+        if session.ended:
             return True
-        if time.monotonic() > session.stop_deadline:
-            log.warning(
-                "recording %s: the core did not finish events %d..%d within %g s; "
-                "the recording ends at event seq %d",
-                session.name,
-                session.written_seq + 1,
-                session.stop_at,
-                options.stop_wait_s,
-                session.written_seq,
+        if session.stop_requested and time.monotonic() > session.stop_deadline:
+            session.note = (
+                f"the core service did not end recording {session.name} within "
+                f"{self.options.stop_wait_s:g} s; the recording ends at event seq {session.seq}"
             )
+            log.warning("%s", session.note)
             return True
-        return False
+        # A core that does not know this recording (it refused the stop) sends no more.
+        stopper = session.stop_task
+        return stopper is not None and stopper.done() and session.note is not None
 
-    async def _read_decisions(self, session: _Session, timeout_s: float) -> None:
-        for msg in await session.decisions.fetch(self.options.fetch_batch, timeout_s):
-            self._take_decision(session, msg)
-
-    def _take_decision(self, session: _Session, msg: Msg) -> None:
-        msg_id = (msg.headers or {}).get(MSG_ID_HEADER, "")
-        mark = parse_decision_msg_id(msg_id)
-        if mark is None:
-            log.warning("decision with id %r is not a core's: not recorded", msg_id)
-            return
-        seq, index = mark
-        session.decided_seq = max(session.decided_seq, seq)
-        if seq <= session.written_seq:
-            return  # of an event before the start (or already written)
-        session.published.setdefault(seq, {})[index] = msg.data
-
-    async def _sync_floor(self, session: _Session) -> None:
-        """Settle the events the core has acknowledged: its decisions of them are on
-        the stream, up to the stream's end read after the acknowledgement floor."""
-        assert self._js is not None
-        try:
-            info = await self._js.consumer_info(EVENTS_STREAM, self.options.core_durable)
-        except NotFoundError:
-            return  # the core service is not (yet) consuming
-        floor = info.ack_floor.stream_seq if info.ack_floor is not None else 0
-        session.floor = max(session.floor, floor or 0)
-        end = (await self._js.stream_info(DECISIONS_STREAM)).state.last_seq
-        while session.decisions.next_seq <= end:
-            before = session.decisions.next_seq
-            await self._read_decisions(session, 0.5)
-            if session.decisions.next_seq == before:
-                return  # not delivered yet: settle on a later step
-        session.settled_seq = max(session.settled_seq, session.floor)
-
-    def _write_settled(self, session: _Session) -> None:
-        """Write, in order, every waiting event whose decisions are all read."""
-        settled = max(session.settled_seq, session.decided_seq - 1)
-        if session.stop_at is not None:
-            settled = min(settled, session.stop_at)
-        buffer, recorder, metrics = session.buffer, session.recorder, self.metrics
-        while session.waiting and session.waiting[0].seq <= settled:
-            item = session.waiting.popleft()
-            published = session.published.pop(item.seq, {})
-            session.written_seq = item.seq
-            buffer.seq = item.seq
-            accepted = _push(session.replica, session.made, item.subject, item.data)
-            if accepted is None:
-                metrics.events_skipped.inc()
-                if published:
-                    metrics.mismatches.inc()
+    def _take(self, session: _Session, lines: list[RecordLine]) -> None:
+        """Group the lines read into whole events, ready to store."""
+        for line in lines:
+            if line.type == RECORD_END:
+                session.ended = True
+                if session.group:
+                    log.warning(
+                        "recording %s: event seq %d left unfinished before END",
+                        session.name,
+                        session.group[0].seq,
+                    )
+                    session.group.clear()
                 continue
-            decisions = [published[i] for i in sorted(published)]
-            recorder.event(accepted)
-            for data in decisions:
-                try:
-                    decision = parse_decision(orjson.loads(data))
-                except (orjson.JSONDecodeError, ValidationError) as exc:
-                    log.warning("decision of event seq %d not recorded: %s", item.seq, exc)
-                    metrics.mismatches.inc()
-                    continue
-                recorder.decision(decision)
-            mine = [d.model_dump_json().encode() for d in session.made]
-            if mine != decisions:
-                metrics.mismatches.inc()
-                log.warning("event seq %d: the replica's decisions differ", item.seq)
-            metrics.events.inc()
-            metrics.decisions.inc(len(decisions))
-            metrics.seq.set(item.seq)
-            lines_before = buffer.lines
-            recorder.after_event(session.replica)
-            if buffer.lines > lines_before:
-                session.snapshots += 1
-                metrics.snapshots.inc()
+            session.group.append(line)
+            if line.last:
+                session.ready.extend(session.group)
+                session.group.clear()
 
     async def _flush(self, session: _Session) -> None:
-        """Append the buffered lines to the recording's Redis stream, with the status,
-        in one transaction (retried until Redis takes it).
+        """Append the whole events read to the recording's Redis stream, with the
+        status, in one transaction.
 
         Raises:
-            redis.exceptions.RedisError: Redis fails (the lines stay buffered).
+            redis.exceptions.RedisError: Redis fails (the lines stay ready).
         """
         assert self._redis is not None
-        lines = session.buffer.pending
-        if not lines and time.time() - self.status.heartbeat < 2.0:
+        ready = session.ready
+        if not ready and time.time() - self.status.heartbeat < 2.0:
             return
+        snapshots = sum(line.type == "SNAPSHOT" for line in ready)
+        events = sum(line.type not in _NOT_EVENTS for line in ready)
+        decisions = sum(line.type == "DECISION" for line in ready)
+        before = session.seq, session.lines, session.snapshots
+        if ready:
+            session.seq, session.lines = ready[-1].seq, session.lines + len(ready)
+            session.snapshots += snapshots
         async with self._redis.pipeline(transaction=True) as tx:
-            for seq, line in lines:
-                tx.xadd(session.key, {"line": line, "seq": seq})
+            for line in ready:
+                tx.xadd(session.key, {"line": line.data, "seq": line.seq})
             await self._save_status(tx)
-            await tx.execute()
-        session.buffer.take()
-        self.metrics.lines.inc(len(lines))
+            try:
+                await tx.execute()
+            except BaseException:  # not stored: counted when they are
+                session.seq, session.lines, session.snapshots = before
+                raise
+        session.ready = []
+        metrics = self.metrics
+        metrics.lines.inc(len(ready))
+        metrics.snapshots.inc(snapshots)
+        metrics.events.inc(events)
+        metrics.decisions.inc(decisions)
+        if ready:
+            metrics.seq.set(session.seq)
 
     # --- stop and export ---------------------------------------------------------------
 
+    def _request_stop(self, session: _Session) -> None:
+        session.stop_requested = True
+        session.stop_deadline = time.monotonic() + self.options.stop_wait_s
+        session.stop_task = asyncio.create_task(self._stop_core(session))
+
+    async def _stop_core(self, session: _Session) -> None:
+        """Ask the core to end the recording, again while it does not answer."""
+        command = CoreRecordCommand(action="stop", id=session.rid)
+        while not session.ended:
+            left = session.stop_deadline - time.monotonic()
+            if left <= 0:
+                return
+            try:
+                # Asked again every few seconds: a core restarted meanwhile lost the
+                # first request (a stop is idempotent).
+                reply = await self._core(command, min(left, STOP_RETRY_S))
+            except (NoRespondersError, TimeoutError):
+                await asyncio.sleep(min(0.2, max(0.0, left)))
+                continue
+            except (NatsError, ValidationError) as exc:
+                log.warning("stop of %s: %s; retrying", session.rid, exc)
+                await asyncio.sleep(min(0.2, max(0.0, left)))
+                continue
+            if reply.ok:
+                log.info("recording %s ends at event seq %s", session.name, reply.end_seq)
+            else:
+                session.note = f"the core service refused to stop {session.name}: {reply.error}"
+                log.warning("%s", session.note)
+                self._wake.set()
+            return
+
     async def _finish(self, session: _Session) -> None:
         """Close the session and export its lines to the recordings folder."""
-        await session.events.close()
-        await session.decisions.close()
+        if session.stop_task is not None and not session.stop_task.done():
+            session.stop_task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await session.stop_task
+        await session.cursor.close()
         self.metrics.recording.set(0)
         self.status = self._current().model_copy(update={"state": "exporting"})
         self._session = None
         await self._save_status()
-        await self._export(session.name)
+        if session.cursor.gaps and session.note is None:
+            session.note = f"{session.cursor.gaps} lines of {session.name} were missing"
+        await self._export(session.name, session.note)
 
     async def _export(self, name: str, note: str | None = None) -> None:
         assert self._redis is not None
@@ -740,12 +769,19 @@ class RecorderService:
             self.metrics.export_seconds.observe(time.perf_counter() - started)
             log.info("recording %s exported: %d lines", path, lines)
         self.status = self.status.model_copy(
-            update={"state": "idle", "name": None, "last_file": last_file, "last_error": error}
+            update={
+                "state": "idle",
+                "name": None,
+                "recording_id": None,
+                "last_file": last_file,
+                "last_error": error,
+            }
         )
         await self._save_status()
 
     async def _recover(self) -> None:
-        """Export a recording a previous recorder left unfinished (it crashed)."""
+        """Export a recording a previous recorder left unfinished (it crashed), after
+        asking the core service to stop making it."""
         assert self._redis is not None
         raw: dict[bytes, bytes] = await self._redis.hgetall(  # type: ignore[assignment]
             RECORDER_STATUS_KEY
@@ -758,6 +794,8 @@ class RecorderService:
         self.status = RecorderStatus(last_file=left.last_file, last_error=left.last_error)
         if left.state == "idle" or left.name is None:
             return
+        if left.recording_id is not None:
+            await self._abandon(left.recording_id)
         try:
             name = recording_name(left.name)
         except RecordingNameError:
@@ -772,21 +810,27 @@ class RecorderService:
         await self._export(name, note)
 
 
-def _push(core: SchedCore, made: list[Decision], subject: str, data: bytes) -> CoreEvent | None:
-    """Push one raw event into ``core`` as the core service does; the event, or None
-    when the core service rejects it too (malformed, or refused by the core)."""
-    event = decode_event(subject, data)
-    if isinstance(event, str):
-        return None
-    made.clear()
+async def ensure_record_stream(js: JetStreamContext) -> None:
+    """Create ``XCE_RECORD`` unless it exists (the core service creates the same one;
+    an existing one is left as it is).
+
+    Raises:
+        nats.errors.Error: the server refuses or does not answer.
+    """
     try:
-        core.push_event(event)
-    except CoreError:
-        return None
-    except Exception:  # a bug in the core: the core service dead-letters it too
-        log.exception("%s at ts=%d failed inside the replica core", event.type, event.ts)
-        return None
-    return event
+        await js.stream_info(RECORD_STREAM)
+    except NotFoundError:
+        config = StreamConfig(
+            name=RECORD_STREAM,
+            subjects=[RECORD_SUBJECTS],
+            retention=RetentionPolicy.LIMITS,
+            storage=StorageType.FILE,
+            duplicate_window=RECORD_DUPLICATE_WINDOW_S,
+        )
+        try:
+            await js.add_stream(config)
+        except BadRequestError:  # created meanwhile by another service
+            await js.stream_info(RECORD_STREAM)
 
 
 def _default_name() -> str:
@@ -800,9 +844,9 @@ def build_parser() -> argparse.ArgumentParser:
     """The ``xce-recorder`` command line."""
     parser = argparse.ArgumentParser(
         prog="xce-recorder",
-        description="Record the live core (events, decisions, snapshots) into Redis and "
-        "export each recording to a JSONL file; controlled on NATS subject "
-        f"{RECORDER_CONTROL_SUBJECT} (xceadmin scheduler record start|stop).",
+        description="Store the core service's record stream (XCE_RECORD: events, decisions, "
+        "snapshots) in Redis and export each recording to a JSONL file; controlled on "
+        f"NATS subject {RECORDER_CONTROL_SUBJECT} (xceadmin scheduler record start|stop).",
     )
     parser.add_argument("--nats", default="nats://127.0.0.1:4222", help="NATS server URL")
     parser.add_argument("--redis", default="redis://127.0.0.1:6379/0", help="Redis URL")
@@ -820,16 +864,12 @@ def build_parser() -> argparse.ArgumentParser:
         help="a SNAPSHOT every N recorded events; 0: only the first (default 10000)",
     )
     parser.add_argument(
-        "--prng-seed", type=int, default=0, help="the core service's --prng-seed (default 0)"
-    )
-    parser.add_argument("--core-durable", default="xce-core", help="the core's durable consumer")
-    parser.add_argument("--checkpoint-key", default=CORE_CHECKPOINT_KEY, help="Redis key")
-    parser.add_argument(
         "--stop-wait",
         type=float,
         default=30.0,
         metavar="S",
-        help="on stop, wait at most S seconds for the core's decisions (default 30)",
+        help="on stop, wait at most S seconds for the core service to end the recording "
+        "(default 30)",
     )
     parser.add_argument(
         "--connect-timeout",
@@ -877,9 +917,6 @@ def main(argv: Sequence[str] | None = None) -> int:
             redis_url=args.redis,
             recordings_dir=args.recordings_dir,
             snapshot_interval=args.record_snapshot_interval,
-            prng_seed=args.prng_seed,
-            core_durable=args.core_durable,
-            checkpoint_key=args.checkpoint_key,
             stop_wait_s=args.stop_wait,
             connect_timeout_s=args.connect_timeout,
         )

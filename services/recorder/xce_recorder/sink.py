@@ -1,53 +1,84 @@
-"""Where recording lines go: a buffer flushed into a Redis stream while recording, and
-the export of that stream to a ``.jsonl`` / ``.jsonl.gz`` file.
+"""The export of a recording's Redis stream to a ``.jsonl`` / ``.jsonl.gz`` file.
 
-Both reuse ``xce_driver.recording.RecordingWriter``, so a recording made live has
-exactly the line format of one made by ``xce-sched simulate --record``.
+The lines are already JSON text, exactly as ``xce-sched simulate --record`` writes
+them (the core service built them); the export writes them as they are, one a line.
+A ``.gz`` file is compressed with an empty file name and modification time 0 in its
+gzip header, so the same lines always give the same bytes.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import gzip
+import io
 import os
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 import redis.asyncio as aioredis
-from xce_driver.recording import RecordingWriter
 
 #: Redis stream entries read per round trip when exporting.
 EXPORT_CHUNK = 2000
+#: gzip compression level of a ``.gz`` export (6: zlib's default speed/size balance).
+GZIP_LEVEL = 6
 
 
-class LineBuffer(RecordingWriter):
-    """A ``RecordingWriter`` that keeps its lines in memory, each tagged with the event
-    sequence being recorded, until the recorder flushes them into Redis.
+class LineFile:
+    """A new file that takes recording lines (bytes without newline) and writes each
+    followed by ``\\n``; a name ending in ``.gz`` is gzip-compressed reproducibly.
 
-    Attributes:
-        seq: the ``XCE_EVENTS`` sequence the next lines belong to (set by the recorder).
-        pending: ``(seq, line)`` pairs not flushed yet, in order; a line has no newline.
+    Args:
+        path: the file to create; ``gz_name``: the name that decides compression
+            (default ``path``'s), for a file written under a temporary name.
+
+    Raises:
+        OSError: the file cannot be created, written or closed; ``filename`` is its path.
     """
 
-    def __init__(self) -> None:
-        # No file: the lines go to Redis (``RecordingWriter`` opens one).
-        self.path = Path("<redis>")
+    def __init__(self, path: Path, gz_name: str | None = None) -> None:
+        self.path = path
         self.lines = 0
-        self.seq = 0
-        self.pending: list[tuple[int, bytes]] = []
+        try:
+            self._raw: io.BufferedWriter = open(path, "xb")  # noqa: SIM115
+        except OSError as exc:
+            raise self._named(exc) from exc
+        self._out: io.BufferedIOBase = self._raw
+        if (gz_name or path.name).endswith(".gz"):
+            self._out = gzip.GzipFile(
+                filename="", mode="wb", fileobj=self._raw, compresslevel=GZIP_LEVEL, mtime=0
+            )
 
-    def _write(self, line: bytes) -> None:
-        self.pending.append((self.seq, line))
-        self.lines += 1
+    def _named(self, exc: OSError) -> OSError:
+        return OSError(exc.errno, exc.strerror or str(exc), str(self.path))
+
+    def write(self, lines: list[bytes]) -> None:
+        """Append ``lines``, each followed by a newline.
+
+        Raises:
+            OSError: the file refuses them (a full disk).
+        """
+        try:
+            for line in lines:
+                self._out.write(line)
+                self._out.write(b"\n")
+        except OSError as exc:
+            raise self._named(exc) from exc
+        self.lines += len(lines)
 
     def close(self) -> None:
-        """Nothing to close; unflushed lines stay in ``pending``."""
+        """Flush and close (the gzip trailer first).
 
-    def take(self) -> list[tuple[int, bytes]]:
-        """The unflushed lines, which are no longer held."""
-        taken, self.pending = self.pending, []
-        return taken
+        Raises:
+            OSError: the last bytes cannot be written.
+        """
+        try:
+            if self._out is not self._raw:
+                self._out.close()
+            self._raw.close()
+        except OSError as exc:
+            raise self._named(exc) from exc
 
 
 def _line(fields: Mapping[Any, Any] | None) -> bytes:
@@ -62,24 +93,12 @@ def _publish(part: Path, path: Path) -> None:
     part.unlink()
 
 
-class _FileLines(RecordingWriter):
-    """A ``RecordingWriter`` that also takes lines already serialized."""
-
-    def raw(self, lines: list[bytes]) -> None:
-        """Append ``lines`` (no newlines in them) as they are.
-
-        Raises:
-            OSError: the file refuses them (``filename`` is its path).
-        """
-        for line in lines:
-            self._write(line)
-
-
 async def export_stream(client: aioredis.Redis, key: str, path: Path) -> int:
     """Write every line of the Redis stream ``key``, in stream order, to ``path``.
 
     The file is written under a hidden temporary name in the same folder and renamed
-    when complete, so a listing never shows half a recording. ``.gz`` compresses.
+    when complete, so a listing never shows half a recording. ``.gz`` compresses
+    (reproducibly: see the module docstring).
 
     Args:
         client: a Redis client.
@@ -96,8 +115,10 @@ async def export_stream(client: aioredis.Redis, key: str, path: Path) -> int:
     """
     if path.exists():
         raise FileExistsError(17, "a recording of that name exists", str(path))
-    part = path.with_name(f".part.{path.name}")  # same suffix: same compression
-    writer = await asyncio.to_thread(_FileLines, part)
+    part = path.with_name(f".part.{path.name}")
+    with contextlib.suppress(FileNotFoundError):
+        part.unlink()  # left by an export that crashed
+    writer = await asyncio.to_thread(LineFile, part, path.name)
     try:
         last = "-"
         while True:
@@ -107,7 +128,7 @@ async def export_stream(client: aioredis.Redis, key: str, path: Path) -> int:
             if not entries:
                 break
             lines = [_line(fields) for _id, fields in entries]
-            await asyncio.to_thread(writer.raw, lines)
+            await asyncio.to_thread(writer.write, lines)
             last_id = entries[-1][0]
             last = last_id.decode() if isinstance(last_id, bytes) else str(last_id)
         await asyncio.to_thread(writer.close)

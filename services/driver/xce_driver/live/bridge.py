@@ -1,38 +1,43 @@
 """The controller bridge: controller messages in, core events out, decisions back.
 
 ``xce-bridge`` sits between a cluster controller and the core service
-(contract: ``xce_schemas.controller``):
+(contract and delivery guarantees: ``xce_schemas.controller``):
 
-1. it subscribes to ``xce.ctl.*``; each message is validated against its kind's
-   payload model. A malformed one goes to ``xce.deadletter.bridge`` (a
+1. it reads ``XCE_CONTROLLER`` (the stream of ``xce.ctl.*``) in stream order through
+   its durable pull consumer (``xce-bridge-ctl``); each message is validated against
+   its kind's payload model. A malformed one goes to ``xce.deadletter.bridge`` (a
    ``bus.DeadLetter`` with the reason) and nothing else stops;
 2. it stamps each valid message with ``ts`` = its wall clock in ns, never going back
    (``max`` of the clock and the last ``ts`` stamped, so a clock step backwards or a
    restart cannot make the core reject an event), and publishes the core event on
-   ``xce.events.<TYPE>``; every ``round_interval_s`` of wall time it emits a
-   ``BEGIN_ROUND`` the same way (DESIGN: rounds are events);
+   ``xce.events.<TYPE>``; only once the stream has it is the controller message
+   acknowledged. Every ``round_interval_s`` of wall time it emits a ``BEGIN_ROUND``
+   the same way (DESIGN: rounds are events);
 3. it forwards every decision of ``XCE_DECISIONS``, in stream order, through a
-   durable pull consumer (so a restarted bridge goes on where it stopped), to
-   ``xce.ctl.decisions.<OP>`` with the header ``Xce-Decision-Id``.
+   durable pull consumer (``xce-bridge``), to ``xce.ctl.decisions.<OP>`` (stream
+   ``XCE_CTL_DECISIONS``, message id and header ``Xce-Decision-Id`` = the decision's
+   id), and acknowledges it once the forward is stored.
 
 **Order and exactly-once on XCE_EVENTS.** The bridge is the only publisher of the
 stream. Events are published in the order they were stamped, pipelined in batches
-(``publish_async``) for throughput. Each carries a ``Nats-Msg-Id`` unique to this
-run (``xce-bridge:<run>:<n>``) and ``Nats-Expected-Last-Msg-Id`` naming the event
-before it, so the stream takes event *n* only right after event *n - 1*: when a
-publish is lost (the server restarted, the connection dropped), the ones after it
-are refused too, and the bridge publishes again from the first one not
-acknowledged, with the same ids; JetStream drops those it already has (duplicate
-detection comes before the order check). So ``ts`` never goes back in the stream
-and no event is entered twice (within the stream's duplicate window). At start the
-bridge reads the last event of the stream and goes on from its ``ts`` and id. If
-something else published meanwhile (the order check fails right after an
-acknowledged event), the bridge logs it and goes on from there.
+(``controller_bus.ChainedPublisher``): each carries a ``Nats-Msg-Id`` and
+``Nats-Expected-Last-Msg-Id`` naming the event before it, so after a lost publish
+the bridge sends again from the first event not acknowledged, same ids, same
+bytes, and the stream keeps them in stamping order, none twice. An event of a
+controller message has the id ``xce-bridge:ctl:<epoch>:<controller seq>``; a
+round ``xce-bridge:<run>:<n>``. Every event carries the controller position
+(``Xce-Ctl-Seq``, ``Xce-Ctl-Epoch``): every controller message up to it is an event
+or a dead letter. At start the bridge reads the last event of the stream and goes on
+from its ``ts``, its id and that position: a controller message delivered again (an
+acknowledgement lost, a bridge restart) at or before the position is acknowledged
+and dropped, never stamped a second time. If something else published meanwhile
+(the order check fails right after an acknowledged event), the bridge logs it and
+goes on from there.
 
-Controller messages travel on core NATS (at most once): what a controller publishes
-while no bridge is subscribed is lost, as with any NATS subscriber. SIGTERM or
-SIGINT stops it cleanly: no new messages, every event stamped is published, then
-exit 0. The client reconnects to a restarted NATS server without end.
+SIGTERM or SIGINT stops it cleanly: no new messages, every event stamped is
+published (and its controller message acknowledged), then exit 0; what was not
+acknowledged is delivered again to the next bridge. The client reconnects to a
+restarted NATS server without end.
 """
 
 from __future__ import annotations
@@ -48,15 +53,15 @@ import sys
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import NoReturn
+from typing import NoReturn, cast
 
 import orjson
 from nats.aio.client import Client as NatsClient
 from nats.aio.msg import Msg
 from nats.errors import Error as NatsError
 from nats.js import JetStreamContext
-from nats.js.api import AckPolicy, ConsumerConfig, DeliverPolicy, PubAck
-from nats.js.errors import APIError, NotFoundError
+from nats.js.api import AckPolicy, ConsumerConfig, DeliverPolicy
+from nats.js.errors import NotFoundError
 from pydantic import ValidationError
 from xce_schemas import BeginRound, CoreEvent
 from xce_schemas.bus import (
@@ -71,12 +76,17 @@ from xce_schemas.bus import (
     event_subject,
 )
 from xce_schemas.controller import (
+    BRIDGE_CTL_DURABLE,
     BRIDGE_SOURCE,
+    CTL_DECISIONS_STREAM,
+    CTL_EPOCH_HEADER,
     CTL_KINDS,
-    CTL_SUBJECTS,
+    CTL_SEQ_HEADER,
+    CTL_STREAM,
     DECISION_ID_HEADER,
     CtlPayload,
     ctl_decision_subject,
+    ctl_event_msg_id,
     ctl_kind_of,
     parse_ctl_payload,
     to_core_event,
@@ -84,19 +94,30 @@ from xce_schemas.controller import (
 from xce_schemas.errors import describe
 
 from xce_driver.live.connection import connect_nats
+from xce_driver.live.controller_bus import (
+    ChainedPublisher,
+    Delivered,
+    InOrderReader,
+    Outgoing,
+    consumer_position,
+    ensure_ctl_streams,
+    last_msg_id,
+    publish_until_acked,
+    stream_epoch,
+)
 from xce_driver.live.metrics import BridgeMetrics
 from xce_driver.live.streams import ensure_streams
 
 log = logging.getLogger("xce_driver.live.bridge")
 
-#: The JetStream header that makes the stream check the id of its last message.
-EXPECTED_LAST_MSG_ID_HEADER = "Nats-Expected-Last-Msg-Id"
-#: JetStream's error code for "wrong last msg ID" (the check above failed).
-WRONG_LAST_MSG_ID = 10070
 #: Longest round interval, s (a day): beyond it the option is surely a mistake.
 MAX_ROUND_INTERVAL_S = 86_400.0
 #: How long a stopping bridge keeps retrying events the stream has not taken, s.
 STOP_RETRY_S = 10.0
+#: How many events back a starting bridge looks for the controller position.
+RESUME_LOOKBACK = 256
+#: Most controller messages delivered to the bridge and not yet acknowledged.
+CTL_MAX_ACK_PENDING = 100_000
 
 
 @dataclass(frozen=True)
@@ -107,12 +128,13 @@ class BridgeOptions:
         nats_url: NATS server URL(s), comma-separated.
         round_interval_s: wall time between two ``BEGIN_ROUND`` events, s (> 0).
         durable: name of the bridge's durable consumer on ``XCE_DECISIONS``.
+        ctl_durable: name of its durable consumer on ``XCE_CONTROLLER``.
         publish_batch: most events published before waiting for their
             acknowledgements (≥ 1).
         ack_timeout_s: how long to wait for an event's acknowledgement before
             publishing it again, s (> 0).
-        fetch_batch: decisions fetched per request (≥ 1).
-        fetch_timeout_s: how long one fetch of decisions waits, s (> 0).
+        fetch_batch: controller messages or decisions fetched per request (≥ 1).
+        fetch_timeout_s: how long one fetch waits, s (> 0).
 
     Raises:
         ValueError: an option out of range, naming it.
@@ -121,6 +143,7 @@ class BridgeOptions:
     nats_url: str = "nats://127.0.0.1:4222"
     round_interval_s: float = 1.0
     durable: str = "xce-bridge"
+    ctl_durable: str = BRIDGE_CTL_DURABLE
     publish_batch: int = 512
     ack_timeout_s: float = 5.0
     fetch_batch: int = 256
@@ -158,18 +181,6 @@ def decode_ctl(subject: str, data: bytes) -> tuple[str, CtlPayload] | str:
         return f"{kind} rejected: {describe(exc, default='message')}"
 
 
-@dataclass(slots=True)
-class _Outgoing:
-    """An event stamped and waiting for the stream: its id and when it was stamped
-    (``time.perf_counter()``, s)."""
-
-    event_type: str
-    subject: str
-    data: bytes
-    msg_id: str
-    stamped: float
-
-
 class Bridge:
     """The controller bridge (see the module docstring for the protocol).
 
@@ -199,18 +210,27 @@ class Bridge:
         self.forwarded = 0
         #: Reconnections to NATS since the start.
         self.reconnects = 0
-        #: Set once the bridge listens to the controller subjects.
+        #: Set once the bridge reads the controller stream.
         self.ready = asyncio.Event()
         self._run_id = f"xce-bridge:{time.time_ns():x}"
         self._count = 0
-        self._queue: collections.deque[_Outgoing] = collections.deque()
+        self._queue: collections.deque[Outgoing] = collections.deque()
         self._wake = asyncio.Event()
         self._closing = False
-        self._chain: str | None = None  # id of the last event the stream took
-        self._dead_count = 0
         self._stop = asyncio.Event()
         self._nc: NatsClient | None = None
         self._js: JetStreamContext | None = None
+        self._events: ChainedPublisher | None = None
+        #: ``XCE_CONTROLLER``: its creation time (µs), the last sequence turned into
+        #: an event or a dead letter (taken), and the last one whose event the stream
+        #: holds or whose dead letter is stored (done).
+        self._ctl_epoch = "0"
+        self._ctl_taken = 0
+        self._ctl_done = 0
+        #: Deliveries of controller messages to acknowledge once done, by sequence.
+        self._ctl_acks: dict[int, Msg] = {}
+        #: The last ``XCE_DECISIONS`` sequence whose forward is stored.
+        self._forward_done = 0
 
     # --- lifecycle -------------------------------------------------------------------
 
@@ -233,37 +253,47 @@ class Bridge:
         js = self._js = nc.jetstream()
         try:
             await ensure_streams(js)
-            await self._resume_chain()
-            decisions = await self._decisions_subscription()
-            sub = await nc.subscribe(
-                CTL_SUBJECTS,
-                cb=self._on_ctl,
-                pending_msgs_limit=1_000_000,
-                pending_bytes_limit=1024 * 1024 * 1024,
-            )
-            await nc.flush()
+            await ensure_ctl_streams(js)
+            ctl = await self._ctl_reader()
+            decisions = await self._decisions_reader()
             self.ready.set()
-            log.info("bridging xce.ctl.* ↔ %s / %s", EVENTS_STREAM, DECISIONS_STREAM)
+            log.info(
+                "bridging %s ↔ %s / %s ↔ %s",
+                CTL_STREAM,
+                EVENTS_STREAM,
+                DECISIONS_STREAM,
+                CTL_DECISIONS_STREAM,
+            )
             publisher = asyncio.create_task(self._publish_loop(), name="publish")
             rounds = asyncio.create_task(self._round_loop(), name="rounds")
+            reader = asyncio.create_task(self._ctl_loop(ctl), name="controller")
             forwarder = asyncio.create_task(self._forward_loop(decisions), name="forward")
             stopped = asyncio.create_task(self._stop.wait())
-            tasks = {publisher, rounds, forwarder}
+            tasks = {publisher, rounds, reader, forwarder}
             await asyncio.wait({stopped, *tasks}, return_when=asyncio.FIRST_COMPLETED)
             # Stop taking input, then publish what was stamped, then stop forwarding.
             rounds.cancel()
-            with contextlib.suppress(NatsError, asyncio.CancelledError):
-                await sub.drain()  # type: ignore[no-untyped-call]
+            reader.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await asyncio.gather(rounds, reader, return_exceptions=True)
             self._closing = True
+            assert self._events is not None
+            self._events.give_up_after_s = STOP_RETRY_S
             self._wake.set()
             stopped.cancel()
             forwarder.cancel()
-            results = await asyncio.gather(publisher, rounds, forwarder, return_exceptions=True)
+            results = await asyncio.gather(
+                publisher, rounds, reader, forwarder, return_exceptions=True
+            )
             for result in results:
                 if isinstance(result, Exception):
                     raise result
+            await self._ack_done()
         finally:
+            self._closing = True
             if not nc.is_closed:
+                with contextlib.suppress(NatsError):
+                    await nc.flush(timeout=1)
                 await nc.close()
             log.info("stopped: %d events published, %d decisions forwarded", *self.counts)
 
@@ -277,13 +307,15 @@ class Bridge:
         self._stop.set()
 
     async def _nats_disconnected(self) -> None:
-        log.warning("disconnected from NATS; reconnecting")
+        # nc.close() calls this too: a bridge stopping on purpose is not an outage.
+        if not self._closing:
+            log.warning("disconnected from NATS; reconnecting")
 
     async def _nats_reconnected(self) -> None:
         self.reconnects += 1
         log.info("reconnected to NATS")
 
-    # --- time ------------------------------------------------------------------------
+    # --- time and position --------------------------------------------------------------
 
     def _stamp(self) -> int:
         """The next event's ``ts``: the wall clock, ns, but never before the last."""
@@ -292,71 +324,168 @@ class Bridge:
             self.last_ts = now
         return self.last_ts
 
-    async def _resume_chain(self) -> None:
-        """Go on from the last event of ``XCE_EVENTS``: its ``ts`` and message id."""
+    async def _resume(self) -> int:
+        """Go on from the last event of ``XCE_EVENTS``: its ``ts`` and message id (the
+        chain), and the controller position of the last event that carries one
+        (looking back at most ``RESUME_LOOKBACK`` events, past another publisher's).
+
+        Returns:
+            The last ``XCE_CONTROLLER`` sequence already an event (0: none known).
+        """
         assert self._js is not None
-        info = await self._js.stream_info(EVENTS_STREAM)
+        js = self._js
+        info = await js.stream_info(EVENTS_STREAM)
         last = info.state.last_seq
-        if not last or not info.state.messages:
-            return
-        try:
-            msg = await self._js.get_msg(EVENTS_STREAM, seq=last)
-        except NotFoundError:
-            return
-        self._chain = (msg.headers or {}).get(MSG_ID_HEADER)
-        with contextlib.suppress(orjson.JSONDecodeError, AttributeError):
-            ts = orjson.loads(msg.data or b"").get("ts")
-            if isinstance(ts, int) and ts > self.last_ts:
-                self.last_ts = ts
-        log.info("the stream ends at seq %d, ts %d: going on from there", last, self.last_ts)
+        chain: str | None = None
+        position = 0
+        if last and info.state.messages:
+            first = max(info.state.first_seq or 1, last - RESUME_LOOKBACK + 1)
+            for seq in range(last, first - 1, -1):
+                try:
+                    msg = await js.get_msg(EVENTS_STREAM, seq=seq)
+                except NotFoundError:
+                    continue
+                headers = msg.headers or {}
+                if seq == last:
+                    chain = headers.get(MSG_ID_HEADER)
+                    with contextlib.suppress(orjson.JSONDecodeError, AttributeError):
+                        ts = orjson.loads(msg.data or b"").get("ts")
+                        if isinstance(ts, int) and ts > self.last_ts:
+                            self.last_ts = ts
+                ctl_seq = headers.get(CTL_SEQ_HEADER)
+                if ctl_seq is not None and ctl_seq.isdigit():
+                    if headers.get(CTL_EPOCH_HEADER) == self._ctl_epoch:
+                        position = int(ctl_seq)
+                    break
+            log.info(
+                "the stream ends at seq %d, ts %d, controller seq %d: going on from there",
+                last,
+                self.last_ts,
+                position,
+            )
+        self._events = ChainedPublisher(
+            js,
+            EVENTS_STREAM,
+            ack_timeout_s=self.options.ack_timeout_s,
+            chain=chain,
+            on_retry=self.metrics.publish_retries.inc,
+        )
+        return position
 
     # --- controller messages in --------------------------------------------------------
 
-    async def _on_ctl(self, msg: Msg) -> None:
+    async def _ctl_reader(self) -> InOrderReader:
+        """The bridge's durable consumer of ``XCE_CONTROLLER`` (explicit
+        acknowledgements, created at the first start), read from the controller
+        position: the later of the events' and the consumer's."""
+        assert self._js is not None
+        js, durable = self._js, self.options.ctl_durable
+        stream = await js.stream_info(CTL_STREAM)
+        self._ctl_epoch = stream_epoch(stream)
+        from_events = await self._resume()
+        try:
+            info = await js.consumer_info(CTL_STREAM, durable)
+        except NotFoundError:
+            config = ConsumerConfig(
+                durable_name=durable,
+                deliver_policy=DeliverPolicy.ALL,
+                ack_policy=AckPolicy.EXPLICIT,
+                ack_wait=30.0,
+                max_ack_pending=CTL_MAX_ACK_PENDING,
+            )
+            info = await js.add_consumer(CTL_STREAM, config)
+        position = max(from_events, consumer_position(info, stream))
+        self._ctl_taken = self._ctl_done = position
+        sub = await js.pull_subscribe_bind(durable=durable, stream=CTL_STREAM)
+        return InOrderReader(
+            js,
+            CTL_STREAM,
+            sub,
+            position=position,
+            batch=self.options.fetch_batch,
+            fetch_timeout_s=self.options.fetch_timeout_s,
+        )
+
+    async def _ctl_loop(self, reader: InOrderReader) -> None:
+        """Take controller messages in stream order; acknowledge a delivery again of
+        one already done."""
+        while True:
+            fresh, stale = await reader.next()
+            for msg in stale:
+                seq = msg.metadata.sequence.stream
+                if seq <= self._ctl_done:
+                    await self._ack(msg)
+                else:  # its event is on its way: acknowledged once the stream has it
+                    self._ctl_acks[seq] = msg
+            for item in fresh:
+                await self._take(item)
+
+    async def _take(self, item: Delivered) -> None:
         """One controller message: validated, stamped and queued, or dead-lettered."""
-        self.metrics.messages.labels(ctl_kind_of(msg.subject) or "unknown").inc()
-        decoded = decode_ctl(msg.subject, msg.data)
+        self.metrics.messages.labels(ctl_kind_of(item.subject) or "unknown").inc()
+        decoded = decode_ctl(item.subject, item.data)
         if isinstance(decoded, str):
-            await self._dead_letter(msg, decoded)
+            await self._dead_letter(item, decoded)
+            self._ctl_taken = item.seq
+            if item.msg is not None:
+                await self._ack(item.msg)
             return
         kind, payload = decoded
-        self._emit(to_core_event(kind, payload, self._stamp()))
+        self._ctl_taken = item.seq
+        if item.msg is not None:
+            self._ctl_acks[item.seq] = item.msg
+        event = to_core_event(kind, payload, self._stamp())
+        self._emit(event, ctl_event_msg_id(self._ctl_epoch, item.seq))
 
-    def _emit(self, event: CoreEvent) -> None:
-        """Queue a stamped event for the stream, in stamping order."""
-        self._count += 1
+    def _emit(self, event: CoreEvent, msg_id: str | None = None) -> None:
+        """Queue a stamped event for the stream, in stamping order, with the
+        controller position."""
+        if msg_id is None:
+            self._count += 1
+            msg_id = f"{self._run_id}:{self._count}"
+        headers = {CTL_SEQ_HEADER: str(self._ctl_taken), CTL_EPOCH_HEADER: self._ctl_epoch}
         self._queue.append(
-            _Outgoing(
-                event.type,
+            Outgoing(
                 event_subject(event.type),
                 event.model_dump_json().encode(),
-                f"{self._run_id}:{self._count}",
-                time.perf_counter(),
+                msg_id,
+                headers,
+                tag=(event.type, self._ctl_taken),
             )
         )
         self.metrics.last_event_ts.set(event.ts / 1e9)
         self._wake.set()
 
-    async def _dead_letter(self, msg: Msg, reason: str) -> None:
-        log.warning("%s dead-lettered: %s", msg.subject, reason)
+    async def _dead_letter(self, item: Delivered, reason: str) -> None:
+        """Store the dead letter of a controller message, sending it again until
+        stored (its id comes from the message's sequence: stored once)."""
+        log.warning("%s dead-lettered: %s", item.subject, reason)
         self.metrics.dead_letters.inc()
         assert self._js is not None
         letter = DeadLetter(
-            subject=msg.subject,
+            subject=item.subject,
             reason=reason,
-            data=msg.data.decode("utf-8", errors="backslashreplace"),
+            data=item.data.decode("utf-8", errors="backslashreplace"),
         )
-        self._dead_count += 1
-        try:
-            await self._js.publish(
-                deadletter_subject(BRIDGE_SOURCE),
-                letter.model_dump_json().encode(),
-                stream=DEADLETTER_STREAM,
-                headers={MSG_ID_HEADER: f"{self._run_id}:dl:{self._dead_count}"},
-                timeout=self.options.ack_timeout_s,
-            )
-        except NatsError as exc:  # the letter is lost, the bridge goes on
-            log.warning("dead letter for %s not stored: %s", msg.subject, exc)
+        await publish_until_acked(
+            self._js,
+            deadletter_subject(BRIDGE_SOURCE),
+            letter.model_dump_json().encode(),
+            stream=DEADLETTER_STREAM,
+            msg_id=ctl_event_msg_id(self._ctl_epoch, item.seq),
+            timeout_s=self.options.ack_timeout_s,
+        )
+
+    async def _ack(self, msg: Msg) -> None:
+        # A lost acknowledgement only means the message comes again, and is dropped.
+        with contextlib.suppress(NatsError):
+            await msg.ack()
+
+    async def _ack_done(self) -> None:
+        """Acknowledge every controller message whose event the stream holds."""
+        done = [seq for seq in self._ctl_acks if seq <= self._ctl_done]
+        for seq in done:
+            await self._ack(self._ctl_acks.pop(seq))
 
     # --- rounds ------------------------------------------------------------------------
 
@@ -377,7 +506,9 @@ class Bridge:
     # --- events out ----------------------------------------------------------------------
 
     async def _publish_loop(self) -> None:
-        """Publish queued events in order, a batch at a time, until closing and empty."""
+        """Publish queued events in order, a batch at a time, until closing and empty;
+        after each batch, acknowledge the controller messages it holds."""
+        assert self._events is not None
         while True:
             if not self._queue:
                 if self._closing:
@@ -388,94 +519,31 @@ class Bridge:
             take = min(len(self._queue), self.options.publish_batch)
             batch = [self._queue.popleft() for _ in range(take)]
             self.metrics.events_queued.set(len(self._queue) + take)
-            await self._publish_batch(batch)
+            put = await self._events.publish(batch, self._confirm)
             self.metrics.events_queued.set(len(self._queue))
-
-    async def _publish_batch(self, batch: list[_Outgoing]) -> None:
-        """Put ``batch`` on the stream in order (see the module docstring); retries
-        from the first event not acknowledged until all are in."""
-        assert self._js is not None
-        js, options = self._js, self.options
-        pos = 0
-        delay = 0.05
-        give_up_at: float | None = None
-        while pos < len(batch):
-            futures: list[asyncio.Future[PubAck]] = []
-            failure: BaseException | None = None
-            previous = self._chain
-            try:
-                for item in batch[pos:]:
-                    headers = {MSG_ID_HEADER: item.msg_id}
-                    if previous is not None:
-                        headers[EXPECTED_LAST_MSG_ID_HEADER] = previous
-                    previous = item.msg_id
-                    futures.append(
-                        await js.publish_async(
-                            item.subject, item.data, stream=EVENTS_STREAM, headers=headers
-                        )
-                    )
-            except NatsError as exc:  # not connected and the client's buffer is full
-                failure = exc
-            if futures:
-                await asyncio.wait(futures, timeout=options.ack_timeout_s)
-            first_failed = pos
-            for future in futures:
-                if not future.done():
-                    failure = failure or TimeoutError(
-                        f"no acknowledgement in {options.ack_timeout_s} s"
-                    )
-                    break
-                error = future.exception()
-                if error is not None:
-                    failure = error
-                    break
-                self._confirm(batch[pos])
-                pos += 1
-            for future in futures:
-                if not future.done():
-                    future.cancel()
-                elif not future.cancelled():
-                    future.exception()  # retrieved: no "never retrieved" warning
-            if pos == len(batch):
+            await self._ack_done()
+            if put < len(batch):
+                log.error("stopping: %d events not published", len(batch) - put)
+                self._queue.clear()
                 return
-            if (
-                isinstance(failure, APIError)
-                and failure.err_code == WRONG_LAST_MSG_ID
-                and pos == first_failed
-            ):
-                # The event before it is in the stream, yet is not its last message:
-                # someone else published. Go on after whatever is there.
-                log.warning("another publisher wrote to %s; going on after it", EVENTS_STREAM)
-                self._chain = None
-                continue
-            self.metrics.publish_retries.inc()
-            log.warning(
-                "publish of %s failed (%s); retrying in %.2f s", batch[pos].msg_id, failure, delay
-            )
-            if self._closing:
-                give_up_at = give_up_at or time.monotonic() + STOP_RETRY_S
-                if time.monotonic() > give_up_at:
-                    log.error("stopping: %d events not published", len(batch) - pos)
-                    return
-            await asyncio.sleep(delay)
-            delay = min(delay * 2, 2.0)
 
-    def _confirm(self, item: _Outgoing) -> None:
-        self._chain = item.msg_id
+    def _confirm(self, item: Outgoing) -> None:
+        event_type, ctl_seq = cast(tuple[str, int], item.tag)
+        self._ctl_done = max(self._ctl_done, ctl_seq)
         self.published += 1
-        self.metrics.events.labels(item.event_type).inc()
-        self.metrics.event_publish.observe(time.perf_counter() - item.stamped)
+        self.metrics.events.labels(event_type).inc()
+        self.metrics.event_publish.observe(time.perf_counter() - item.queued)
 
     # --- decisions back ------------------------------------------------------------------
 
-    async def _decisions_subscription(self) -> JetStreamContext.PullSubscription:
+    async def _decisions_reader(self) -> InOrderReader:
         """The bridge's durable consumer of ``XCE_DECISIONS``, created at the first
         start (from the first decision) and kept, so a restart goes on after the last
         decision forwarded."""
         assert self._js is not None
         js, durable = self._js, self.options.durable
         try:
-            await js.consumer_info(DECISIONS_STREAM, durable)
+            info = await js.consumer_info(DECISIONS_STREAM, durable)
         except NotFoundError:
             config = ConsumerConfig(
                 durable_name=durable,
@@ -484,37 +552,61 @@ class Bridge:
                 ack_wait=30.0,
                 filter_subject=DECISIONS_SUBJECTS,
             )
-            await js.add_consumer(DECISIONS_STREAM, config)
-        return await js.pull_subscribe_bind(durable=durable, stream=DECISIONS_STREAM)
+            info = await js.add_consumer(DECISIONS_STREAM, config)
+        stream = await js.stream_info(DECISIONS_STREAM)
+        position = consumer_position(info, stream)
+        self._forward_done = position
+        sub = await js.pull_subscribe_bind(durable=durable, stream=DECISIONS_STREAM)
+        return InOrderReader(
+            js,
+            DECISIONS_STREAM,
+            sub,
+            position=position,
+            batch=self.options.fetch_batch,
+            fetch_timeout_s=self.options.fetch_timeout_s,
+        )
 
-    async def _forward_loop(self, sub: JetStreamContext.PullSubscription) -> None:
-        """Forward decisions in stream order; acknowledge each batch once forwarded."""
-        assert self._nc is not None
-        nc, options = self._nc, self.options
+    async def _forward_loop(self, reader: InOrderReader) -> None:
+        """Forward decisions in stream order to ``XCE_CTL_DECISIONS``; acknowledge
+        each batch (``AckPolicy.ALL``) once its forwards are stored."""
+        assert self._js is not None
+        forward = ChainedPublisher(
+            self._js,
+            CTL_DECISIONS_STREAM,
+            ack_timeout_s=self.options.ack_timeout_s,
+            chain=await last_msg_id(self._js, CTL_DECISIONS_STREAM),
+        )
         while True:
-            try:
-                msgs = await sub.fetch(options.fetch_batch, timeout=options.fetch_timeout_s)
-            except TimeoutError:
-                continue
-            except NatsError as exc:
-                log.warning("fetch of decisions failed (%s); retrying", exc)
-                await asyncio.sleep(options.fetch_timeout_s)
-                continue
-            for msg in msgs:
-                op = msg.subject[len(DECISIONS_PREFIX) :]
+            fresh, stale = await reader.next()
+            batch: list[Outgoing] = []
+            for item in fresh:
+                op = item.subject[len(DECISIONS_PREFIX) :]
                 try:
                     subject = ctl_decision_subject(op)
                 except ValueError:
-                    log.warning("decision on %s names no op; not forwarded", msg.subject)
+                    log.warning("decision on %s names no op; not forwarded", item.subject)
                     continue
-                msg_id = (msg.headers or {}).get(MSG_ID_HEADER)
-                headers = None if msg_id is None else {DECISION_ID_HEADER: msg_id}
-                await nc.publish(subject, msg.data, headers=headers)
-                self.forwarded += 1
-                self.metrics.decisions_forwarded.labels(op).inc()
-            if msgs:
-                with contextlib.suppress(NatsError):
-                    await msgs[-1].ack()  # AckPolicy.ALL: acknowledges the batch
+                decision_id = item.headers.get(MSG_ID_HEADER) or f"xce-bridge:decision:{item.seq}"
+                headers = {DECISION_ID_HEADER: decision_id}
+                batch.append(Outgoing(subject, item.data, decision_id, headers, tag=(op, item.seq)))
+            if batch:
+                await forward.publish(batch, self._forwarded)
+            elif fresh:  # nothing to forward in it: done all the same
+                self._forward_done = max(self._forward_done, fresh[-1].seq)
+            # AckPolicy.ALL: acknowledging the last delivery done acknowledges all before.
+            done = [
+                msg
+                for msg in (*stale, *(item.msg for item in fresh if item.msg is not None))
+                if msg.metadata.sequence.stream <= self._forward_done
+            ]
+            if done:
+                await self._ack(max(done, key=lambda msg: msg.metadata.sequence.stream))
+
+    def _forwarded(self, item: Outgoing) -> None:
+        op, seq = cast(tuple[str, int], item.tag)
+        self._forward_done = max(self._forward_done, seq)
+        self.forwarded += 1
+        self.metrics.decisions_forwarded.labels(op).inc()
 
 
 # --- the console script ---------------------------------------------------------------
@@ -547,7 +639,14 @@ def build_parser() -> argparse.ArgumentParser:
         "--metrics-port", type=int, default=None, metavar="P", help="serve /metrics on port P"
     )
     parser.add_argument("--metrics-addr", default="0.0.0.0", help="address /metrics binds")
-    parser.add_argument("--durable", default="xce-bridge", help="durable consumer name")
+    parser.add_argument(
+        "--durable", default="xce-bridge", help="durable consumer name on XCE_DECISIONS"
+    )
+    parser.add_argument(
+        "--ctl-durable",
+        default=BRIDGE_CTL_DURABLE,
+        help=f"durable consumer name on {CTL_STREAM} (default {BRIDGE_CTL_DURABLE})",
+    )
     parser.add_argument("--log-level", default="INFO", help="DEBUG, INFO, WARNING, ERROR")
     return parser
 
@@ -583,7 +682,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.error(f"--metrics-port: {args.metrics_port} is not a TCP port (1-65535)")
     try:
         options = BridgeOptions(
-            nats_url=args.nats, round_interval_s=args.round_interval, durable=args.durable
+            nats_url=args.nats,
+            round_interval_s=args.round_interval,
+            durable=args.durable,
+            ctl_durable=args.ctl_durable,
         )
     except ValueError as exc:
         parser.error(f"--round-interval: {exc}")

@@ -28,6 +28,22 @@ to. The ids also make JetStream drop any duplicate within the duplicate window
 Acknowledgements only tell the server what to deliver next; a lost one makes it
 redeliver an event, which the service recognizes by its sequence and skips.
 
+**Recording** (Req 10 AC 9-10, 15). The service answers ``CoreRecordCommand``
+requests on ``xce.core.record`` (the recorder service sends them). A command takes
+effect at a *position*: once the core has handled every event ``XCE_EVENTS`` held
+when the command arrived. ``start`` then publishes HEADER and a SNAPSHOT of the core
+on ``xce.record.<id>`` (stream ``XCE_RECORD``); from then on each event the core
+takes is followed there by its line, its DECISION lines and, every N events, a
+SNAPSHOT (``xce_driver.live.record_stream``); ``stop`` publishes the ``END``
+message. Each command is answered once done. Before a start or stop takes effect
+the service writes it, with its position, to the Redis key ``xce:core:recording``
+(``CoreRecording``), and after it a checkpoint, which carries the recording's
+counters (``RecordingRun``). A restarted service thus re-applies a start or stop
+made after its checkpoint at exactly the same position, and its record stream, like
+its decision stream, is that of an uninterrupted run (the record watermark and the
+message ids skip and drop what is already there). Recording reads the core and
+changes nothing in it: the decisions are the same with or without it.
+
 Only one core service may consume the stream at a time (it deletes and recreates
 its consumer at start). The core runs on its discrete clock: all time comes from
 the events' ``ts``, so a restart cannot change a decision.
@@ -66,13 +82,19 @@ from xce_schemas import CoreEvent, Decision, parse_event
 from xce_schemas.admin import CORE_STATUS_KEY, CoreStatus, to_hash
 from xce_schemas.bus import (
     CORE_CHECKPOINT_KEY,
+    CORE_RECORD_SUBJECT,
+    CORE_RECORDING_KEY,
     CORE_SOURCE,
     DEADLETTER_STREAM,
     DECISIONS_STREAM,
     EVENTS_STREAM,
     EVENTS_SUBJECTS,
     MSG_ID_HEADER,
+    RECORD_STREAM,
     CoreCheckpoint,
+    CoreRecordCommand,
+    CoreRecording,
+    CoreRecordReply,
     DeadLetter,
     deadletter_subject,
     decision_msg_id,
@@ -83,6 +105,11 @@ from xce_schemas.bus import (
 from xce_schemas.errors import describe
 
 from xce_driver.live.metrics import CoreMetrics
+from xce_driver.live.record_stream import (
+    RecordStream,
+    ensure_record_stream,
+    read_record_watermark,
+)
 from xce_driver.live.streams import DECISIONS_DUPLICATE_WINDOW_S, ensure_streams
 from xce_driver.plugins import load_registry
 
@@ -90,12 +117,23 @@ log = logging.getLogger("xce_driver.live.core_service")
 
 #: Points where ``--fault-kill-at`` makes the service SIGKILL itself (crash tests):
 #: after publishing its N-th decision, before acknowledging its N-th event, before
-#: writing its N-th checkpoint, after writing it.
-FAULT_POINTS = ("decision", "ack", "checkpoint", "checkpointed")
+#: writing its N-th checkpoint, after writing it, after publishing its N-th record
+#: message.
+FAULT_POINTS = ("decision", "ack", "checkpoint", "checkpointed", "record")
 
 
 class CheckpointError(ValueError):
     """The checkpoint in Redis cannot be used; the message names the key and why."""
+
+
+@dataclass
+class _Command:
+    """A recording command waiting for its position."""
+
+    command: CoreRecordCommand
+    #: The event sequence it takes effect after.
+    at: int
+    reply: asyncio.Future[CoreRecordReply]
 
 
 @dataclass(frozen=True)
@@ -118,6 +156,7 @@ class CoreServiceOptions:
             redelivers an event, s.
         decisions_window_s: duplicate window of ``XCE_DECISIONS`` if this service
             creates the stream, s.
+        recording_key: the Redis key of the recording commands' positions.
         fault: ``(point, n)``: SIGKILL this process at that point (crash tests only).
 
     Raises:
@@ -135,6 +174,7 @@ class CoreServiceOptions:
     fetch_timeout_s: float = 0.5
     ack_wait_s: float = 60.0
     decisions_window_s: float = DECISIONS_DUPLICATE_WINDOW_S
+    recording_key: str = CORE_RECORDING_KEY
     fault: tuple[str, int] | None = None
 
     def __post_init__(self) -> None:
@@ -211,6 +251,14 @@ class CoreService:
         self._round_s = 0.0  # wall time of the last round, s
         self._last_checkpoint = time.monotonic()
         self._faults = dict.fromkeys(FAULT_POINTS, 0)
+        #: The recording being made, if any (see the module docstring).
+        self.record = RecordStream(self._publish_record, self._record_published)
+        #: The last recording command applied, with its positions (``xce:core:recording``).
+        self._recording: CoreRecording | None = None
+        self._commands: list[_Command] = []
+        self._command_tasks: set[asyncio.Task[None]] = set()
+        #: Held while an event, a checkpoint or a recording command is handled.
+        self._busy = asyncio.Lock()
         self._stop = asyncio.Event()
         self._nc: NatsClient | None = None
         self._js: JetStreamContext | None = None
@@ -242,11 +290,18 @@ class CoreService:
         self._redis = aioredis.Redis.from_url(self.options.redis_url)
         try:
             await ensure_streams(self._js, self.options.decisions_window_s)
+            await ensure_record_stream(self._js)
             await self._restore()
             self._watermark = await self._read_watermark()
+            self.record.watermark = await read_record_watermark(self._js)
+            await self._record_transitions()
+            await nc.subscribe(CORE_RECORD_SUBJECT, cb=self._on_record_command)
             await self._loop()
-            await self._checkpoint()
+            async with self._busy:
+                await self._checkpoint()
         finally:
+            self._refuse_commands("the core service stopped first")
+            await self._end_command_tasks()
             await self._redis.aclose()
             if not nc.is_closed:
                 await nc.close()
@@ -287,8 +342,28 @@ class CoreService:
         except CoreError as exc:  # SnapshotError, or a picker this install lacks
             raise CheckpointError(f"checkpoint {key}: {exc}") from None
         self.seq = self.checkpoint_seq = checkpoint.seq
+        self.record.restore(checkpoint.recording)
         self.metrics.checkpoint_seq.set(checkpoint.seq)
+        self.metrics.recording.set(int(self.record.on))
         log.info("restored the checkpoint at event seq %d", checkpoint.seq)
+        self._recording = await self._read_recording()
+
+    async def _read_recording(self) -> CoreRecording | None:
+        """The last recording command applied (``xce:core:recording``), if readable."""
+        assert self._redis is not None
+        raw = await self._redis.get(self.options.recording_key)
+        if raw is None:
+            return None
+        try:
+            return CoreRecording.model_validate_json(raw)
+        except ValidationError as exc:
+            log.error(
+                "%s is unreadable (%s): recording commands made after the checkpoint "
+                "are not re-applied",
+                self.options.recording_key,
+                describe(exc, default="document"),
+            )
+            return None
 
     async def _read_watermark(self) -> tuple[int, int] | None:
         """The id of the last decision on the stream: everything up to it is there."""
@@ -362,9 +437,11 @@ class CoreService:
             for msg in msgs:
                 if self._stop.is_set():
                     break  # not acknowledged: a restart starts after the checkpoint
-                await self._handle(msg)
+                async with self._busy:
+                    await self._handle(msg)
             if self._checkpoint_due():
-                await self._checkpoint()
+                async with self._busy:
+                    await self._checkpoint()
 
     async def _pause(self, seconds: float) -> None:
         with contextlib.suppress(TimeoutError):
@@ -383,6 +460,8 @@ class CoreService:
         reason = event if isinstance(event, str) else self._apply(event)
         for index, decision in enumerate(self._out):
             await self._publish_decision(seq, index, decision)
+        if reason is None and not isinstance(event, str) and self.record.on:
+            await self.record.event(self.core, seq, event, self._out)
         if reason is not None:
             await self._dead_letter(msg, seq, reason)
         self._fault("ack")
@@ -394,6 +473,7 @@ class CoreService:
         self.metrics.event_lag.set(max(0.0, time.time() - metadata.timestamp.timestamp()))
         if not isinstance(event, str) and event.type == "BEGIN_ROUND":
             await self._publish_status(event.ts)
+        await self._record_transitions()
         if self.seq - self.checkpoint_seq >= self.options.snapshot_every:
             await self._checkpoint()
 
@@ -473,16 +553,22 @@ class CoreService:
         )
         self.metrics.dead_letters.inc()
 
-    async def _publish(self, subject: str, payload: bytes, stream: str, msg_id: str) -> None:
+    async def _publish(
+        self,
+        subject: str,
+        payload: bytes,
+        stream: str,
+        msg_id: str,
+        headers: dict[str, str] | None = None,
+    ) -> None:
         """Publish until the stream acknowledges it: the same id on every try, so a
         try the server took but whose acknowledgement was lost is not stored twice."""
         assert self._js is not None
         delay = 0.05
+        all_headers = {**(headers or {}), MSG_ID_HEADER: msg_id}
         while True:
             try:
-                await self._js.publish(
-                    subject, payload, stream=stream, headers={MSG_ID_HEADER: msg_id}
-                )
+                await self._js.publish(subject, payload, stream=stream, headers=all_headers)
                 return
             except NatsError as exc:
                 if self._stop.is_set():
@@ -492,30 +578,213 @@ class CoreService:
                 await self._pause(delay)
                 delay = min(delay * 2, 2.0)
 
+    # --- recording -----------------------------------------------------------------------
+
+    async def _publish_record(
+        self, subject: str, payload: bytes, msg_id: str, headers: dict[str, str]
+    ) -> None:
+        await self._publish(subject, payload, RECORD_STREAM, msg_id, headers)
+
+    def _record_published(self, skipped: bool) -> None:
+        if skipped:
+            self.metrics.record_skipped.inc()
+            return
+        self.metrics.record_messages.inc()
+        self._fault("record")
+
+    async def _on_record_command(self, msg: Msg) -> None:
+        """A request on ``xce.core.record``: answered by a task of its own, so that a
+        command waiting for its position does not hold up the next one."""
+        task = asyncio.create_task(self._answer_record_command(msg))
+        self._command_tasks.add(task)
+        task.add_done_callback(self._command_tasks.discard)
+
+    async def _answer_record_command(self, msg: Msg) -> None:
+        try:
+            command = CoreRecordCommand.model_validate_json(msg.data)
+        except ValidationError as exc:
+            reply = CoreRecordReply(
+                ok=False, id="", error=f"bad recording command: {describe(exc, default='command')}"
+            )
+        else:
+            reply = await self.record_command(command)
+        if msg.reply:
+            with contextlib.suppress(NatsError):
+                await msg.respond(reply.model_dump_json().encode())
+
+    async def record_command(self, command: CoreRecordCommand) -> CoreRecordReply:
+        """Do one recording command once its position is reached (see the module
+        docstring) and answer it.
+
+        Returns:
+            ``ok`` with the recording's positions, or why not (the service is
+            stopping, the event stream cannot be read, Redis refused the command).
+        """
+        assert self._js is not None
+        if self._stop.is_set():
+            return CoreRecordReply(ok=False, id=command.id, error="the core service is stopping")
+        try:
+            end = (await self._js.stream_info(EVENTS_STREAM)).state.last_seq
+        except NatsError as exc:
+            return CoreRecordReply(
+                ok=False, id=command.id, error=f"{EVENTS_STREAM} cannot be read: {exc}"
+            )
+        pending = _Command(command, end, asyncio.get_running_loop().create_future())
+        async with self._busy:
+            self._commands.append(pending)
+            await self._apply_commands()
+        return await pending.reply
+
+    async def _end_command_tasks(self) -> None:
+        """Let the answers of refused commands go out (1 s at most), then cancel."""
+        tasks = list(self._command_tasks)
+        if not tasks:
+            return
+        _done, pending = await asyncio.wait(tasks, timeout=1.0)
+        for task in pending:
+            task.cancel()
+        await asyncio.gather(*pending, return_exceptions=True)
+
+    def _refuse_commands(self, why: str) -> None:
+        for pending in self._commands:
+            if not pending.reply.done():
+                pending.reply.set_result(
+                    CoreRecordReply(ok=False, id=pending.command.id, error=why)
+                )
+        self._commands.clear()
+
+    async def _record_transitions(self) -> None:
+        """At the position just reached: re-apply a start or stop of
+        ``xce:core:recording`` made there before a restart, then the commands due."""
+        doc, seq = self._recording, self.seq
+        if doc is not None:
+            run = self.record.state()
+            if run is not None and run.id == doc.id:
+                if run.end_seq is None and doc.end_seq == seq:
+                    await self.record.end(seq)
+                    await self._forced_checkpoint()
+            elif doc.start_seq == seq:
+                await self._end_recording(seq, write=False)
+                await self.record.start(self.core, seq, doc)
+                if doc.end_seq == seq:
+                    await self.record.end(seq)
+                await self._forced_checkpoint()
+        self.metrics.recording.set(int(self.record.on))
+        await self._apply_commands()
+
+    async def _apply_commands(self) -> None:
+        """Do, in order, the commands whose position is reached (``_busy`` held)."""
+        while self._commands and self._commands[0].at <= self.seq:
+            pending = self._commands.pop(0)
+            try:
+                reply = await self._do_command(pending.command)
+            except RedisError as exc:
+                reply = CoreRecordReply(
+                    ok=False, id=pending.command.id, error=f"Redis refused the command: {exc}"
+                )
+            if not pending.reply.done():
+                pending.reply.set_result(reply)
+        self.metrics.recording.set(int(self.record.on))
+
+    async def _do_command(self, command: CoreRecordCommand) -> CoreRecordReply:
+        seq, run = self.seq, self.record.state()
+        if command.action == "stop":
+            if run is None or run.id != command.id:
+                return CoreRecordReply(
+                    ok=False, id=command.id, error=f"not recording {command.id!r}"
+                )
+            await self._end_recording(seq, write=True)
+        elif run is not None and run.id == command.id:
+            if run.end_seq is not None:
+                return CoreRecordReply(
+                    ok=False, id=command.id, error=f"recording {command.id!r} has ended"
+                )
+        else:
+            await self._end_recording(seq, write=True)
+            doc = CoreRecording(
+                id=command.id,
+                name=command.name,
+                snapshot_interval=command.snapshot_interval,
+                start_seq=seq,
+            )
+            await self._write_recording(doc)
+            await self.record.start(self.core, seq, doc)
+            await self._forced_checkpoint()
+        run = self.record.state()
+        assert run is not None
+        return CoreRecordReply(
+            ok=True,
+            id=run.id,
+            start_seq=run.start_seq,
+            end_seq=run.end_seq,
+            messages=run.messages,
+        )
+
+    async def _end_recording(self, seq: int, *, write: bool) -> None:
+        """End the recording on, if any, after event ``seq``; ``write``: note the stop
+        in ``xce:core:recording`` first (not when re-applying it)."""
+        run = self.record.state()
+        if run is None or run.end_seq is not None:
+            return
+        if write:
+            doc = CoreRecording.model_validate(
+                run.model_dump(exclude={"messages", "since_snapshot"}) | {"end_seq": seq}
+            )
+            await self._write_recording(doc)
+        await self.record.end(seq)
+        await self._forced_checkpoint()
+
+    async def _write_recording(self, doc: CoreRecording) -> None:
+        """Note a start or stop, with its position, before it takes effect.
+
+        Raises:
+            redis.exceptions.RedisError: Redis refused (the command is not done).
+        """
+        assert self._redis is not None
+        await self._redis.set(self.options.recording_key, doc.model_dump_json())
+        self._recording = doc
+
+    async def _forced_checkpoint(self) -> None:
+        """A checkpoint after a start or stop, retried until Redis takes it (or the
+        service stops): ``xce:core:recording`` holds one command, and the next one
+        may replace it only once a checkpoint covers this one."""
+        while not await self._checkpoint(force=True):
+            if self._stop.is_set():
+                return
+            await self._pause(0.5)
+
     # --- checkpoints -------------------------------------------------------------------
 
     def _checkpoint_due(self) -> bool:
         waited = time.monotonic() - self._last_checkpoint
         return self.seq > self.checkpoint_seq and waited >= self.options.snapshot_seconds
 
-    async def _checkpoint(self) -> None:
-        """Write the checkpoint of the events handled so far (one atomic ``SET``)."""
-        if self.seq <= self.checkpoint_seq:
-            return
+    async def _checkpoint(self, *, force: bool = False) -> bool:
+        """Write the checkpoint of the events handled so far (one atomic ``SET``);
+        ``force``: even when it covers no new event (after a recording command).
+
+        Returns:
+            Whether it was written (or nothing was to be written).
+        """
+        if self.seq <= self.checkpoint_seq and not force:
+            return True
         assert self._redis is not None
         self._fault("checkpoint")
-        text = CoreCheckpoint(seq=self.seq, snapshot=save_snapshot(self.core)).model_dump_json()
+        text = CoreCheckpoint(
+            seq=self.seq, snapshot=save_snapshot(self.core), recording=self.record.state()
+        ).model_dump_json()
         self._last_checkpoint = time.monotonic()
         try:
             await self._redis.set(self.options.checkpoint_key, text)
         except RedisError as exc:  # the next checkpoint tries again
             log.warning("checkpoint at event seq %d not written: %s", self.seq, exc)
             self.metrics.checkpoint_failures.inc()
-            return
+            return False
         self.checkpoint_seq = self.seq
         self.metrics.checkpoints.inc()
         self.metrics.checkpoint_seq.set(self.seq)
         self._fault("checkpointed")
+        return True
 
     def _fault(self, point: str) -> None:
         """SIGKILL this process at the configured fault point (crash tests only)."""

@@ -21,6 +21,14 @@ times ``speed``, from the first submission; a job's start is the time of the rou
 that dispatched it (its decision's ``ts``, the bridge's wall clock, which must be
 this machine's). Decisions older than the emulator's start (of an earlier run) are
 ignored. Run it against a fresh core: jobids the core already knows are refused.
+
+Delivery (``xce_schemas.controller``): each controller message is published to
+``XCE_CONTROLLER`` with the id ``xce-sched-emulate:<run>:<n>`` and sent again, same
+id, until the stream acknowledges it, one at a time so they stay in order; the
+decisions are read from ``XCE_CTL_DECISIONS`` in stream order through a durable
+consumer of this run (``xce-sched-emulate-<run>``, from the stream's end at the
+start, deleted at the end), and a decision id already applied is ignored. A NATS
+server restarted meanwhile loses nothing either way.
 """
 
 from __future__ import annotations
@@ -34,7 +42,9 @@ from collections.abc import Sequence
 
 import orjson
 from nats.aio.client import Client as NatsClient
-from nats.aio.msg import Msg
+from nats.errors import Error as NatsError
+from nats.js import JetStreamContext
+from nats.js.api import AckPolicy, ConsumerConfig, DeliverPolicy
 from pydantic import ValidationError
 from xce_schemas import (
     Dispatch,
@@ -46,7 +56,15 @@ from xce_schemas import (
     SchedulerConfig,
     parse_decision,
 )
-from xce_schemas.controller import CTL_DECISIONS_SUBJECTS, JobsSubmit, ctl_subject
+from xce_schemas.bus import MSG_ID_HEADER
+from xce_schemas.controller import (
+    CTL_DECISIONS_STREAM,
+    CTL_STREAM,
+    DECISION_ID_HEADER,
+    JobsSubmit,
+    ctl_msg_id,
+    ctl_subject,
+)
 from xce_schemas.events import (
     ConfigPushPayload,
     JobRequest,
@@ -65,9 +83,21 @@ from xce_driver.emulator import (
     rejected_by_controller,
 )
 from xce_driver.live.connection import connect_nats
+from xce_driver.live.controller_bus import (
+    Delivered,
+    InOrderReader,
+    consumer_position,
+    ensure_ctl_streams,
+    publish_until_acked,
+)
 from xce_driver.workloads.mapping import SimJob
 
 log = logging.getLogger("xce_driver.live.emulate")
+
+#: The controller name in the emulator's message ids and consumer name.
+CONTROLLER = "xce-sched-emulate"
+#: How long a run that timed out still tries to send what it queued, s.
+SEND_GRACE_S = 10.0
 
 
 class LiveEmulator(Workload):
@@ -105,6 +135,9 @@ class LiveEmulator(Workload):
         self._all_done = asyncio.Event()
         self._wall0 = 0
         self._nc: NatsClient | None = None
+        self._run_id = f"{time.time_ns():x}"
+        #: Ids of the decisions applied (``Xce-Decision-Id``).
+        self._applied: set[str] = set()
 
     # --- time ------------------------------------------------------------------------
 
@@ -131,14 +164,15 @@ class LiveEmulator(Workload):
         Raises:
             nats.errors.Error, OSError: NATS cannot be reached at start.
         """
-        nc = self._nc = await connect_nats(self._nats_url, "xce-sched-emulate", log)
+        nc = self._nc = await connect_nats(self._nats_url, CONTROLLER, log)
+        js = nc.jetstream()
+        durable = f"{CONTROLLER}-{self._run_id}"
         try:
-            await nc.subscribe(
-                CTL_DECISIONS_SUBJECTS, cb=self._on_decision, pending_msgs_limit=1_000_000
-            )
-            await nc.flush()
+            await ensure_ctl_streams(js)
+            reader = await self._decisions_reader(js, durable)
             self._wall0 = time.time_ns()
-            sender = asyncio.create_task(self._send_loop(nc))
+            receiver = asyncio.create_task(self._decision_loop(reader))
+            sender = asyncio.create_task(self._send_loop(js))
             self._send("config", ConfigPushPayload(config=self._config).model_dump_json())
             self._send("hosts", WorkersPushPayload(hosts=self._hosts).model_dump_json())
             submitter = asyncio.create_task(self._submit_loop())
@@ -149,17 +183,50 @@ class LiveEmulator(Workload):
             except TimeoutError:
                 finished = False
             submitter.cancel()
+            receiver.cancel()
             for handle in self._timers.values():
                 handle.cancel()
-            await self._outbox.join()  # everything reported is on its way
+            # Everything reported is sent (bounded when the run gave up: NATS may be gone).
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._outbox.join(), None if finished else SEND_GRACE_S)
             sender.cancel()
             with contextlib.suppress(asyncio.CancelledError):
-                await asyncio.gather(submitter, sender)
-            await nc.flush()
+                await asyncio.gather(submitter, sender, receiver)
             return finished
         finally:
+            with contextlib.suppress(NatsError, TimeoutError):
+                await js.delete_consumer(CTL_DECISIONS_STREAM, durable)
             if not nc.is_closed:
                 await nc.close()
+
+    async def _decisions_reader(self, js: JetStreamContext, durable: str) -> InOrderReader:
+        """This run's durable consumer of ``XCE_CTL_DECISIONS``, from the stream's end
+        (decisions of an earlier run are not ours); kept across a NATS restart."""
+        config = ConsumerConfig(
+            durable_name=durable,
+            deliver_policy=DeliverPolicy.NEW,
+            ack_policy=AckPolicy.ALL,
+            ack_wait=30.0,
+            inactive_threshold=3600.0,  # removed by the server if this run dies
+        )
+        info = await js.add_consumer(CTL_DECISIONS_STREAM, config)
+        stream = await js.stream_info(CTL_DECISIONS_STREAM)
+        sub = await js.pull_subscribe_bind(durable=durable, stream=CTL_DECISIONS_STREAM)
+        return InOrderReader(
+            js, CTL_DECISIONS_STREAM, sub, position=consumer_position(info, stream)
+        )
+
+    async def _decision_loop(self, reader: InOrderReader) -> None:
+        """Apply decisions in stream order; acknowledge each batch once applied."""
+        while True:
+            fresh, stale = await reader.next()
+            for item in fresh:
+                self._on_decision(item)
+            msgs = [*stale, *(item.msg for item in fresh if item.msg is not None)]
+            if msgs:  # AckPolicy.ALL: the last acknowledges all before (all applied)
+                last = max(msgs, key=lambda msg: msg.metadata.sequence.stream)
+                with contextlib.suppress(NatsError):
+                    await last.ack()
 
     def _send(self, kind: str, data: str | bytes) -> None:
         """Queue a controller message (sent in order by ``_send_loop``)."""
@@ -167,11 +234,20 @@ class LiveEmulator(Workload):
         self._outbox.put_nowait((ctl_subject(kind), payload))
         self.stats.events += 1
 
-    async def _send_loop(self, nc: NatsClient) -> None:
+    async def _send_loop(self, js: JetStreamContext) -> None:
+        """Send queued messages one at a time, each until ``XCE_CONTROLLER`` has it."""
+        count = 0
         while True:
             subject, payload = await self._outbox.get()
+            count += 1
             try:
-                await nc.publish(subject, payload)
+                await publish_until_acked(
+                    js,
+                    subject,
+                    payload,
+                    stream=CTL_STREAM,
+                    msg_id=ctl_msg_id(CONTROLLER, self._run_id, count),
+                )
             finally:
                 self._outbox.task_done()
 
@@ -205,11 +281,17 @@ class LiveEmulator(Workload):
 
     # --- decisions -----------------------------------------------------------------------
 
-    async def _on_decision(self, msg: Msg) -> None:
+    def _on_decision(self, item: Delivered) -> None:
+        """Apply one forwarded decision, unless its id was applied already."""
+        decision_id = item.headers.get(DECISION_ID_HEADER) or item.headers.get(MSG_ID_HEADER)
+        if decision_id is not None:
+            if decision_id in self._applied:
+                return  # forwarded again (a bridge restart): acted on already
+            self._applied.add(decision_id)
         try:
-            decision = parse_decision(orjson.loads(msg.data))
+            decision = parse_decision(orjson.loads(item.data))
         except (orjson.JSONDecodeError, ValidationError, TypeError) as exc:
-            log.warning("%s: not a decision (%s)", msg.subject, exc)
+            log.warning("%s: not a decision (%s)", item.subject, exc)
             return
         if decision.ts < self._wall0:
             return  # a decision of an earlier run

@@ -106,6 +106,19 @@ class CoreMetrics:
         self.publish_retries = Counter(
             "xce_core_publish_retries", "Publishes retried after a bus failure", registry=r
         )
+        self.recording = Gauge(
+            "xce_core_recording", "1 while the core publishes a recording, else 0", registry=r
+        )
+        self.record_messages = Counter(
+            "xce_core_record_messages",
+            "Messages published on XCE_RECORD (recording lines and END)",
+            registry=r,
+        )
+        self.record_skipped = Counter(
+            "xce_core_record_skipped",
+            "Record messages of re-processed events already on the stream before a restart",
+            registry=r,
+        )
 
     def job_states(self, jobs: Iterable[tuple[str, JobState]]) -> None:
         """Set the job gauges, by queue, from every job's ``(queue, state)``."""

@@ -1,0 +1,406 @@
+"""The controller hop on JetStream (contract: ``xce_schemas.controller``): its two
+streams, reading a stream strictly in order through a durable pull consumer,
+publishing in order with chained message ids, and publishing one message until the
+stream acknowledges it.
+
+Why a reader of its own: a pull consumer delivers each message in stream order the
+first time, but a delivery lost on the way (the NATS server restarted while the
+answer to a fetch was in flight) comes again only after the consumer's ack wait,
+*after* the messages behind it. ``InOrderReader`` never lets a message overtake
+another: when a fetch skips a sequence it reads the missing messages from the
+stream itself (``STREAM.MSG.GET``); when fetches come back empty while the stream
+has more, it reads those too. A message delivered again is handed back apart as
+*stale*, for the caller to acknowledge once it is done with it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+
+from nats.aio.msg import Msg
+from nats.errors import Error as NatsError
+from nats.js import JetStreamContext
+from nats.js.api import (
+    ConsumerInfo,
+    PubAck,
+    RetentionPolicy,
+    StorageType,
+    StreamConfig,
+    StreamInfo,
+)
+from nats.js.errors import APIError, BadRequestError, NotFoundError
+from xce_schemas.bus import MSG_ID_HEADER
+from xce_schemas.controller import (
+    CTL_DECISIONS_DUPLICATE_WINDOW_S,
+    CTL_DECISIONS_STREAM,
+    CTL_DECISIONS_SUBJECTS,
+    CTL_DUPLICATE_WINDOW_S,
+    CTL_STREAM,
+    CTL_SUBJECTS,
+)
+
+log = logging.getLogger("xce_driver.live.controller_bus")
+
+#: The JetStream header that makes the stream check the id of its last message.
+EXPECTED_LAST_MSG_ID_HEADER = "Nats-Expected-Last-Msg-Id"
+#: JetStream's error code for "wrong last msg ID" (the check above failed).
+WRONG_LAST_MSG_ID = 10070
+#: Longest wait between two tries of a publish that failed, s.
+MAX_RETRY_DELAY_S = 1.0
+
+
+def ctl_stream_configs() -> list[StreamConfig]:
+    """``XCE_CONTROLLER`` and ``XCE_CTL_DECISIONS``: file storage, limits retention,
+    nothing expires, duplicate windows of ``xce_schemas.controller``."""
+
+    def config(name: str, subject: str, window_s: float) -> StreamConfig:
+        return StreamConfig(
+            name=name,
+            subjects=[subject],
+            retention=RetentionPolicy.LIMITS,
+            storage=StorageType.FILE,
+            duplicate_window=window_s,
+        )
+
+    return [
+        config(CTL_STREAM, CTL_SUBJECTS, CTL_DUPLICATE_WINDOW_S),
+        config(CTL_DECISIONS_STREAM, CTL_DECISIONS_SUBJECTS, CTL_DECISIONS_DUPLICATE_WINDOW_S),
+    ]
+
+
+async def ensure_ctl_streams(js: JetStreamContext) -> None:
+    """Create whichever of the two controller streams does not exist yet (one that
+    exists is left as its operator configured it).
+
+    Raises:
+        nats.errors.Error: the server refuses (e.g. JetStream is off) or does not answer.
+    """
+    for config in ctl_stream_configs():
+        assert config.name is not None
+        try:
+            await js.stream_info(config.name)
+        except NotFoundError:
+            try:
+                await js.add_stream(config)
+            except BadRequestError:  # created meanwhile by another service
+                await js.stream_info(config.name)
+
+
+def stream_epoch(info: StreamInfo) -> str:
+    """A stream's creation time in µs since the epoch, as digits ("0" when the
+    server does not say): tells a stream made anew from the one it replaced."""
+    created = info.created
+    return "0" if created is None else str(int(created.timestamp() * 1_000_000))
+
+
+def consumer_position(info: ConsumerInfo, stream: StreamInfo) -> int:
+    """Where a consumer's reader starts: the last stream sequence it has done.
+
+    A consumer with nothing awaiting acknowledgement has done everything delivered
+    (a new ``DeliverPolicy.NEW`` consumer: the stream's end at its creation);
+    otherwise everything up to its ack floor. Never before the stream's first
+    message.
+    """
+    delivered = info.delivered.stream_seq if info.delivered else 0
+    floor = info.ack_floor.stream_seq if info.ack_floor else 0
+    done = delivered if not info.num_ack_pending else floor
+    return max(done or 0, (stream.state.first_seq or 1) - 1)
+
+
+@dataclass(frozen=True, slots=True)
+class Delivered:
+    """One message of a stream, as ``InOrderReader`` hands it over.
+
+    Attributes:
+        seq: its stream sequence.
+        subject, data, headers: as stored.
+        msg: the consumer's delivery, to acknowledge; None when the reader read it
+            from the stream itself (the consumer delivers it again later: stale).
+    """
+
+    seq: int
+    subject: str
+    data: bytes
+    headers: Mapping[str, str]
+    msg: Msg | None
+
+
+class InOrderReader:
+    """A stream read through a durable pull consumer, strictly in stream order, no
+    message skipped (see the module docstring). The consumer must see every message
+    of the stream (no filter narrower than the stream's subjects).
+
+    Args:
+        js: a JetStream context.
+        stream: the stream's name.
+        sub: a pull subscription bound to the consumer.
+        position: the last sequence already done; the reader hands over the
+            messages after it.
+        batch: most messages per fetch (≥ 1).
+        fetch_timeout_s: how long one fetch waits, s (> 0).
+    """
+
+    def __init__(
+        self,
+        js: JetStreamContext,
+        stream: str,
+        sub: JetStreamContext.PullSubscription,
+        *,
+        position: int,
+        batch: int = 256,
+        fetch_timeout_s: float = 0.5,
+    ) -> None:
+        self._js = js
+        self.stream = stream
+        self._sub = sub
+        #: The last sequence handed over (or done before the start).
+        self.position = position
+        self._batch = batch
+        self._timeout = fetch_timeout_s
+
+    async def next(self) -> tuple[list[Delivered], list[Msg]]:
+        """The next messages in order, and the deliveries of messages already handed
+        over (delivered again: acknowledge each once done with it). Both may be
+        empty (nothing new within the fetch timeout).
+
+        Raises:
+            nats.errors.Error: reading a missing message from the stream failed
+                (the reader's position stays before it: call again).
+        """
+        try:
+            msgs = await self._sub.fetch(self._batch, timeout=self._timeout)
+        except TimeoutError:
+            return await self._catch_up(), []
+        except NatsError as exc:
+            log.warning("fetch from %s failed (%s); retrying", self.stream, exc)
+            await asyncio.sleep(self._timeout)
+            return [], []
+        fresh: list[Delivered] = []
+        stale: list[Msg] = []
+        for msg in msgs:
+            seq = msg.metadata.sequence.stream
+            if seq <= self.position:
+                stale.append(msg)
+                continue
+            if seq > self.position + 1:
+                try:
+                    fresh.extend(await self._read_range(self.position + 1, seq - 1))
+                except NatsError:
+                    # The position stays before the gap; this one comes again.
+                    return fresh, stale
+            fresh.append(Delivered(seq, msg.subject, msg.data, msg.headers or {}, msg))
+            self.position = seq
+        return fresh, stale
+
+    async def _catch_up(self) -> list[Delivered]:
+        """After an empty fetch: the messages the stream holds past the position (a
+        delivery lost on the way would otherwise wait for the consumer's ack wait)."""
+        try:
+            info = await self._js.stream_info(self.stream)
+            last = info.state.last_seq or 0
+            if last <= self.position:
+                return []
+            return await self._read_range(self.position + 1, last)
+        except NatsError as exc:
+            log.debug("catching up on %s failed: %s", self.stream, exc)
+            return []
+
+    async def _read_range(self, first: int, last: int) -> list[Delivered]:
+        """Messages ``first``..``last`` read from the stream (deleted ones skipped);
+        advances the position over each.
+
+        Raises:
+            nats.errors.Error: a read failed; the position stays before that message.
+        """
+        out: list[Delivered] = []
+        for seq in range(first, last + 1):
+            try:
+                raw = await self._js.get_msg(self.stream, seq=seq)
+            except NotFoundError:
+                self.position = seq  # deleted: nothing to hand over
+                continue
+            out.append(Delivered(seq, raw.subject or "", raw.data or b"", raw.headers or {}, None))
+            self.position = seq
+        if out:
+            log.info("%s: read %d messages past a delivery gap", self.stream, len(out))
+        return out
+
+
+@dataclass(slots=True)
+class Outgoing:
+    """A message waiting for an ordered stream: where it goes, its bytes, its id, its
+    other headers, when it was queued (``time.perf_counter()``, s), and what it
+    stands for (for the caller's ``confirm``)."""
+
+    subject: str
+    data: bytes
+    msg_id: str
+    headers: dict[str, str] = field(default_factory=dict)
+    queued: float = field(default_factory=time.perf_counter)
+    tag: object = None
+
+
+class ChainedPublisher:
+    """Publishes messages to one stream in order, pipelined, none twice.
+
+    Each message carries its ``Nats-Msg-Id`` and ``Nats-Expected-Last-Msg-Id``
+    naming the message before it, so the stream takes message *n* only right after
+    message *n - 1*: when a publish is lost (the server restarted, the connection
+    dropped), the ones after it are refused too, and ``publish`` sends again from the
+    first one not acknowledged, with the same ids; JetStream drops those it already
+    has (duplicate detection comes before the order check). When the order check
+    fails right after an acknowledged message, something else wrote to the stream:
+    it logs that and goes on after it.
+
+    Args:
+        js: a JetStream context.
+        stream: the stream's name.
+        ack_timeout_s: how long to wait for acknowledgements before sending again, s.
+        chain: the id of the stream's last message (None: no check on the first).
+        on_retry: called once per failed try (e.g. a metric).
+    """
+
+    def __init__(
+        self,
+        js: JetStreamContext,
+        stream: str,
+        *,
+        ack_timeout_s: float,
+        chain: str | None = None,
+        on_retry: Callable[[], None] = lambda: None,
+    ) -> None:
+        self._js = js
+        self.stream = stream
+        self._ack_timeout = ack_timeout_s
+        self.chain = chain
+        self._on_retry = on_retry
+        #: Give up after this many seconds of failures (None: never); set when stopping.
+        self.give_up_after_s: float | None = None
+
+    async def publish(self, batch: Sequence[Outgoing], confirm: Callable[[Outgoing], None]) -> int:
+        """Put ``batch`` on the stream in order, calling ``confirm`` for each one as
+        soon as it is in; retries from the first one not acknowledged.
+
+        Returns:
+            How many were put (fewer than ``len(batch)`` only once
+            ``give_up_after_s`` of failures passed).
+        """
+        js = self._js
+        pos = 0
+        delay = 0.05
+        give_up_at: float | None = None
+        while pos < len(batch):
+            futures: list[asyncio.Future[PubAck]] = []
+            failure: BaseException | None = None
+            previous = self.chain
+            try:
+                for item in batch[pos:]:
+                    headers = {**item.headers, MSG_ID_HEADER: item.msg_id}
+                    if previous is not None:
+                        headers[EXPECTED_LAST_MSG_ID_HEADER] = previous
+                    previous = item.msg_id
+                    futures.append(
+                        await js.publish_async(
+                            item.subject, item.data, stream=self.stream, headers=headers
+                        )
+                    )
+            except NatsError as exc:  # not connected and the client's buffer is full
+                failure = exc
+            if futures:
+                await asyncio.wait(futures, timeout=self._ack_timeout)
+            first_failed = pos
+            for future in futures:
+                if not future.done():
+                    failure = failure or TimeoutError(
+                        f"no acknowledgement in {self._ack_timeout} s"
+                    )
+                    break
+                error = future.exception()
+                if error is not None:
+                    failure = error
+                    break
+                self.chain = batch[pos].msg_id
+                confirm(batch[pos])
+                pos += 1
+            for future in futures:
+                if not future.done():
+                    future.cancel()
+                elif not future.cancelled():
+                    future.exception()  # retrieved: no "never retrieved" warning
+            if pos == len(batch):
+                return pos
+            if (
+                isinstance(failure, APIError)
+                and failure.err_code == WRONG_LAST_MSG_ID
+                and pos == first_failed
+            ):
+                # The message before it is in the stream, yet is not its last one:
+                # someone else published. Go on after whatever is there.
+                log.warning("another publisher wrote to %s; going on after it", self.stream)
+                self.chain = None
+                continue
+            self._on_retry()
+            log.warning(
+                "publish of %s to %s failed (%s); retrying in %.2f s",
+                batch[pos].msg_id,
+                self.stream,
+                failure,
+                delay,
+            )
+            if self.give_up_after_s is not None:
+                give_up_at = give_up_at or time.monotonic() + self.give_up_after_s
+                if time.monotonic() > give_up_at:
+                    log.error("stopping: %d messages not put on %s", len(batch) - pos, self.stream)
+                    return pos
+            await asyncio.sleep(delay)
+            delay = min(delay * 2, 2.0)
+        return pos
+
+
+async def last_msg_id(js: JetStreamContext, stream: str) -> str | None:
+    """The ``Nats-Msg-Id`` of a stream's last message (None: empty, or no id).
+
+    Raises:
+        nats.errors.Error: the stream does not answer.
+    """
+    info = await js.stream_info(stream)
+    if not info.state.messages or not info.state.last_seq:
+        return None
+    try:
+        msg = await js.get_msg(stream, seq=info.state.last_seq)
+    except NotFoundError:
+        return None
+    return (msg.headers or {}).get(MSG_ID_HEADER)
+
+
+async def publish_until_acked(
+    js: JetStreamContext,
+    subject: str,
+    data: bytes,
+    *,
+    stream: str,
+    msg_id: str,
+    timeout_s: float = 2.0,
+) -> PubAck:
+    """Publish one message with ``Nats-Msg-Id`` ``msg_id`` and send it again, same
+    id, until ``stream`` acknowledges it (waits ``timeout_s`` s for each
+    acknowledgement, then up to ``MAX_RETRY_DELAY_S`` between tries). A copy the
+    stream already has is acknowledged as a duplicate, not stored again.
+
+    Raises:
+        asyncio.CancelledError: cancelled (the message may or may not be stored).
+    """
+    delay = 0.05
+    while True:
+        try:
+            return await js.publish(
+                subject, data, timeout=timeout_s, stream=stream, headers={MSG_ID_HEADER: msg_id}
+            )
+        except (NatsError, TimeoutError) as exc:
+            log.warning("publish of %s failed (%s); sending it again", msg_id, exc)
+        await asyncio.sleep(delay)
+        delay = min(delay * 2, MAX_RETRY_DELAY_S)
