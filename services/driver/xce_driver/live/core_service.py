@@ -250,6 +250,7 @@ class CoreService:
         self._watermark: tuple[int, int] | None = None
         self._round_s = 0.0  # wall time of the last round, s
         self._last_checkpoint = time.monotonic()
+        self._checkpoint_written = True  # the last try was written (or none was made)
         self._faults = dict.fromkeys(FAULT_POINTS, 0)
         #: The recording being made, if any (see the module docstring).
         self.record = RecordStream(self._publish_record, self._record_published)
@@ -314,7 +315,8 @@ class CoreService:
         log.warning("nats: %s", exc)
 
     async def _nats_disconnected(self) -> None:
-        log.warning("disconnected from NATS; reconnecting")
+        if not self._stop.is_set():  # closing on purpose disconnects too
+            log.warning("disconnected from NATS; reconnecting")
 
     async def _nats_reconnected(self) -> None:
         log.info("reconnected to NATS")
@@ -474,7 +476,11 @@ class CoreService:
         if not isinstance(event, str) and event.type == "BEGIN_ROUND":
             await self._publish_status(event.ts)
         await self._record_transitions()
-        if self.seq - self.checkpoint_seq >= self.options.snapshot_every:
+        if self.seq - self.checkpoint_seq >= self.options.snapshot_every and (
+            self._checkpoint_written or self._checkpoint_due()
+        ):
+            # After a failed write (Redis down) the next try waits --snapshot-seconds:
+            # a full snapshot per event would stall the events meanwhile.
             await self._checkpoint()
 
     async def _publish_status(self, round_ts: int) -> None:
@@ -779,7 +785,9 @@ class CoreService:
         except RedisError as exc:  # the next checkpoint tries again
             log.warning("checkpoint at event seq %d not written: %s", self.seq, exc)
             self.metrics.checkpoint_failures.inc()
+            self._checkpoint_written = False
             return False
+        self._checkpoint_written = True
         self.checkpoint_seq = self.seq
         self.metrics.checkpoints.inc()
         self.metrics.checkpoint_seq.set(self.seq)
