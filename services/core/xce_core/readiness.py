@@ -10,6 +10,7 @@ none fills the unsatisfiable-request cache or triggers preemption.
 from __future__ import annotations
 
 from collections.abc import Callable
+from functools import lru_cache
 
 from xce_schemas import PendingCode, in_window
 
@@ -61,6 +62,8 @@ def exceeds_limits(job: Job, queue: Queue) -> bool:
 
 def _promised(state: ClusterState, job: Job, same: Callable[[Job], bool]) -> int:
     """Slots of the other jobs that ``same`` picks whose preemptions are in flight."""
+    if not state.preemptions:
+        return 0
     jobs = state.jobs
     return sum(
         jobs[jobid].tasks
@@ -69,7 +72,9 @@ def _promised(state: ClusterState, job: Job, same: Callable[[Job], bool]) -> int
     )
 
 
+@lru_cache(maxsize=4096)
 def _over(code: PendingCode, slots: int, limit: int, unit: str) -> Unsatisfied:
+    """The (shared, immutable) outcome of a job of ``slots`` held by ``limit``."""
     if slots > limit:
         detail = f"the job's {slots} slots exceed the limit of {limit} {unit}"
     else:
