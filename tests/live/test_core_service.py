@@ -18,6 +18,7 @@ from typing import TypeVar
 import orjson
 import pytest
 import redis.asyncio as aioredis
+from nats.aio.msg import Msg
 from nats.js import JetStreamContext
 from xce_core.core import SchedCore
 from xce_core.snapshot import save_snapshot
@@ -139,6 +140,50 @@ def test_decisions_on_the_bus_equal_an_in_process_core(bus: tuple[str, str]) -> 
                 job.queue == queue and job.state is state for job in reference.state.jobs.values()
             )
             assert (sample(f"xce_core_{name}_jobs", {"queue": queue}) or 0) == count
+
+
+class LosesADelivery(CoreService):
+    """A core service whose first delivery of event 3 is lost in transit (as in a
+    NATS restart): it never sees it, and the server redelivers it after the ack wait."""
+
+    lost = False
+
+    async def _handle(self, msg: Msg) -> None:
+        if msg.metadata.sequence.stream == 3 and not self.lost:
+            self.lost = True
+            return
+        await super()._handle(msg)
+
+
+def test_an_event_whose_delivery_is_lost_is_taken_in_order_not_skipped(
+    bus: tuple[str, str],
+) -> None:
+    nats_url, redis_url = bus
+    events = scenario()
+    expected = reference_decisions(events)
+    options = CoreServiceOptions(
+        nats_url=nats_url, redis_url=redis_url, fetch_batch=1, ack_wait_s=1.0
+    )
+
+    async def go() -> tuple[list[Stored], LosesADelivery]:
+        async with connected(nats_url) as js:
+            seqs = await publish(js, events)
+            service = LosesADelivery(options)
+            task = asyncio.create_task(service.run())
+
+            async def done() -> bool:
+                # every event handled, and the late redelivery of event 3 acked too
+                return service.seq >= seqs[-1] and await acked_seq(js) >= seqs[-1]
+
+            await wait_until(done, "every event handled and acknowledged")
+            service.stop()
+            await task
+            return await read_stream(js, DECISIONS_STREAM), service
+
+    stored, service = run(go())
+    assert service.lost
+    assert_exact(stored, expected)
+    assert service.metrics.registry.get_sample_value("xce_core_events_total") == len(events)
 
 
 def test_a_malformed_event_goes_to_the_dead_letter_subject_and_nothing_stops(

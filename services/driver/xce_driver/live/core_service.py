@@ -455,9 +455,30 @@ class CoreService:
         if seq <= self.seq:  # a redelivery of an event already handled
             await msg.ack()
             return
-        if seq != self.seq + 1:
-            log.warning("event seq %d follows %d: the ones between are missing", seq, self.seq)
-        event = decode_event(msg.subject, msg.data)
+        # A delivery lost in transit (a NATS restart) comes back only after the ack
+        # wait, behind later ones: take the events in between from the stream first,
+        # in order, so none is skipped (their own redeliveries are acked as repeats).
+        while self.seq + 1 < seq:
+            await self._take_missing(self.seq + 1)
+        await self._take(seq, msg.subject, msg.data, msg)
+
+    async def _take_missing(self, seq: int) -> None:
+        """Take event ``seq`` straight from ``XCE_EVENTS`` (it was not delivered in
+        order); a message no longer in the stream is skipped with a warning."""
+        assert self._js is not None
+        try:
+            stored = await self._js.get_msg(EVENTS_STREAM, seq=seq)
+        except NotFoundError:
+            log.warning("event seq %d is no longer in %s: skipped", seq, EVENTS_STREAM)
+            self.seq = seq
+            return
+        log.info("event seq %d taken from the stream (its delivery came late)", seq)
+        await self._take(seq, stored.subject or "", stored.data or b"", None)
+
+    async def _take(self, seq: int, subject: str, data: bytes, msg: Msg | None) -> None:
+        """Handle event ``seq``: the core's decisions published, the recording fed,
+        the delivery ``msg`` (if any) acknowledged, then status and checkpoint."""
+        event = decode_event(subject, data)
         self._out.clear()
         reason = event if isinstance(event, str) else self._apply(event)
         for index, decision in enumerate(self._out):
@@ -465,14 +486,17 @@ class CoreService:
         if reason is None and not isinstance(event, str) and self.record.on:
             await self.record.event(self.core, seq, event, self._out)
         if reason is not None:
-            await self._dead_letter(msg, seq, reason)
-        self._fault("ack")
-        await msg.ack()
+            await self._dead_letter(subject, data, seq, reason)
+        if msg is not None:
+            self._fault("ack")
+            await msg.ack()
         self.seq = seq
         self.metrics.events.inc()
         self.metrics.events_seq.set(seq)
-        self.metrics.events_waiting.set(metadata.num_pending)
-        self.metrics.event_lag.set(max(0.0, time.time() - metadata.timestamp.timestamp()))
+        if msg is not None:
+            metadata = msg.metadata
+            self.metrics.events_waiting.set(metadata.num_pending)
+            self.metrics.event_lag.set(max(0.0, time.time() - metadata.timestamp.timestamp()))
         if not isinstance(event, str) and event.type == "BEGIN_ROUND":
             await self._publish_status(event.ts)
         await self._record_transitions()
@@ -543,12 +567,12 @@ class CoreService:
         self.metrics.decisions.labels(decision.op).inc()
         self._fault("decision")
 
-    async def _dead_letter(self, msg: Msg, seq: int, reason: str) -> None:
+    async def _dead_letter(self, subject: str, data: bytes, seq: int, reason: str) -> None:
         log.warning("event seq %d dead-lettered: %s", seq, reason)
         letter = DeadLetter(
-            subject=msg.subject,
+            subject=subject,
             reason=reason,
-            data=msg.data.decode("utf-8", errors="backslashreplace"),
+            data=data.decode("utf-8", errors="backslashreplace"),
             seq=seq,
         )
         await self._publish(
