@@ -7,7 +7,10 @@ the decisions on the stream are, byte for byte, those of an in-process ``SchedCo
 fed the very events read back from ``XCE_EVENTS`` (the live path is the same core),
 and no host ever holds more than its slots. Bad controller messages are
 dead-lettered while the bridge goes on; ``ts`` never goes back, not across a clock
-stepping back, a bridge restart, another publisher or a NATS server restart.
+stepping back, a bridge restart, another publisher or a NATS server restart. The
+controller hop is at least once and de-duplicated: NATS killed three times while
+jobs are submitted and end loses no submission, no end and no decision, and a
+controller message delivered again after a bridge restart is not a second event.
 """
 
 from __future__ import annotations
@@ -17,6 +20,7 @@ import random
 import shutil
 import signal
 import sys
+import time
 import urllib.request
 from collections import Counter
 from collections.abc import Awaitable, Callable, Iterator
@@ -24,13 +28,35 @@ from pathlib import Path
 
 import orjson
 import pytest
+from nats.aio.msg import Msg
 from nats.js import JetStreamContext
 from xce_core.core import SchedCore
 from xce_driver.live.bridge import Bridge, BridgeOptions, decode_ctl
+from xce_driver.live.controller_bus import Delivered
 from xce_driver.live.core_service import CoreService, CoreServiceOptions
-from xce_schemas import CoreEvent, DeadLetter, Decision, Dispatch, JobState, parse_event
+from xce_driver.live.emulate import LiveEmulator
+from xce_driver.workloads.mapping import SimJob
+from xce_schemas import (
+    CoreEvent,
+    DeadLetter,
+    Decision,
+    Dispatch,
+    HostSpec,
+    JobState,
+    QueueSpec,
+    SchedulerConfig,
+    parse_event,
+)
+from xce_schemas.alloc import HostAlloc, JobAlloc
 from xce_schemas.bus import DEADLETTER_STREAM, DECISIONS_STREAM, EVENTS_STREAM, MSG_ID_HEADER
-from xce_schemas.controller import CTL_DECISIONS_SUBJECTS, DECISION_ID_HEADER
+from xce_schemas.controller import (
+    BRIDGE_CTL_DURABLE,
+    CTL_DECISIONS_SUBJECTS,
+    CTL_STREAM,
+    DECISION_ID_HEADER,
+    ctl_msg_id,
+    ctl_subject,
+)
 
 from tests.live.helpers import (
     Stored,
@@ -500,3 +526,178 @@ def test_msg_ids_chain_events_in_order(bus: tuple[str, str]) -> None:
     assert counters == list(range(1, len(stored) + 1))
     assert all(s.subject == "xce.events.BEGIN_ROUND" for s in stored)
     assert MSG_ID_HEADER == "Nats-Msg-Id"
+
+
+# --- at least once, de-duplicated: the controller hop through NATS restarts -------------
+
+
+def busy_trace(path: Path, jobs: int) -> Path:
+    """An SWF trace of ``jobs`` one-slot jobs, one every 3 s, each running 20-59 s."""
+    lines = ["; MaxProcs: 12", "; UnixStartTime: 0"]
+    for number in range(1, jobs + 1):
+        run_s = 20 + (number * 7) % 40
+        fields = [number, number * 3, -1, run_s, 1, -1, -1, 1, run_s, -1, 1, 1, 1, 1, 1, 1, -1, -1]
+        lines.append(" ".join(map(str, fields)))
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+def assert_each_job_submitted_and_ended_once(parsed: list[CoreEvent], jobs: int) -> None:
+    kinds = Counter(event.type for event in parsed)
+    assert kinds["CONFIG_PUSH"] == 1 and kinds["WORKERS_PUSH"] == 1, kinds
+    submitted = [j.jobid for e in parsed if e.type == "JOBS_PUSH" for j in e.payload.jobs]
+    assert sorted(submitted) == list(range(1, jobs + 1)), "a submission lost or repeated"
+    ended = [
+        e.payload.jobid
+        for e in parsed
+        if e.type == "JOB_STATE_CHANGE" and e.payload.state in (JobState.DONE, JobState.EXIT)
+    ]
+    assert sorted(ended) == list(range(1, jobs + 1)), "a job's end lost or repeated"
+    timestamps = [event.ts for event in parsed]
+    assert timestamps == sorted(timestamps), "ts went back"
+
+
+def test_nats_restarts_while_jobs_are_submitted_and_end_lose_nothing(
+    bus: tuple[str, str], restart_nats: Callable[[], None], tmp_path: Path
+) -> None:
+    """NATS is killed (SIGKILL) and restarted three times while the emulator submits
+    jobs and reports their ends and the bridge forwards decisions: every job runs and
+    ends, XCE_EVENTS holds each submission and each end once, and the decisions are
+    those of an in-process core fed the stored events."""
+    nats_url, redis_url = bus
+    jobs = 160
+    trace = busy_trace(tmp_path / "busy.swf", jobs)
+    argv = [
+        *("-m", "xce_driver.cli", "emulate", "--workload", str(trace), "--nats", nats_url),
+        *("--hosts", "12", "--speed", "100", "--timeout", "60"),
+    ]
+
+    async def go() -> tuple[int, str, list[Stored], list[Stored], list[int]]:
+        core, bridge, tasks = await start_services(nats_url, redis_url)
+        proc = await asyncio.create_subprocess_exec(
+            sys.executable, *argv, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE
+        )
+        submitted = bridge.metrics.messages.labels("jobs")
+        ended = bridge.metrics.messages.labels("job_state")
+        restarted_ns = []
+        for at in (25, 70, 115):  # submissions taken by the bridge
+
+            async def reached(at: int = at) -> bool:
+                assert proc.returncode is None, "the emulator stopped early"
+                return bool(submitted._value.get() >= at)
+
+            await wait_until(reached, f"{at} submissions")
+            assert ended._value.get() > 0  # jobs end meanwhile: both kinds in flight
+            await asyncio.to_thread(restart_nats)
+            restarted_ns.append(time.time_ns())
+        out, err = await asyncio.wait_for(proc.communicate(), 90)
+        assert bridge.reconnects >= 3
+        await stop_services(core, bridge, tasks)
+        async with connected(nats_url) as js:
+            events = await read_stream(js, EVENTS_STREAM)
+            decisions = await read_stream(js, DECISIONS_STREAM)
+        assert proc.returncode is not None
+        return proc.returncode, out.decode() + err.decode(), events, decisions, restarted_ns
+
+    code, output, events, decisions, restarted_ns = run(go())
+    assert code == 0, output
+    assert f"{jobs} total, {jobs} finished" in output, output
+    parsed = events_of(events)
+    assert_each_job_submitted_and_ended_once(parsed, jobs)
+    assert len({s.msg_id for s in events}) == len(events), "a message id twice"
+    # Submissions after the last restart went through the restarted server.
+    assert any(e.type == "JOBS_PUSH" and e.ts > restarted_ns[-1] for e in parsed)
+    assert [d.data for d in decisions] == reference_decisions(parsed)
+    dispatched = Counter(d.subject for d in decisions)["xce.decisions.DISPATCH"]
+    assert dispatched == jobs
+
+
+class _AcksLost(Bridge):
+    """A bridge whose acknowledgements of controller messages never arrive."""
+
+    async def _ack(self, msg: Msg) -> None:
+        return None
+
+
+def test_a_controller_message_delivered_again_is_not_a_second_event(
+    bus: tuple[str, str],
+) -> None:
+    """A bridge stops with every controller message an event but none acknowledged;
+    the next bridge gets them all again (the consumer's ack wait), drops them and
+    acknowledges them, and goes on with the new ones: each once on XCE_EVENTS."""
+    nats_url, _ = bus
+    job = b'{"jobid": %d, "state": "DONE"}'
+
+    async def send(js: JetStreamContext, jobids: range) -> None:
+        for jobid in jobids:
+            await js.publish(
+                ctl_subject("job_state"),
+                job % jobid,
+                stream=CTL_STREAM,
+                headers={MSG_ID_HEADER: ctl_msg_id("test", "run", jobid + 1)},
+            )
+
+    async def go() -> tuple[list[Stored], int, int]:
+        options = BridgeOptions(nats_url=nats_url, round_interval_s=3600, ctl_ack_wait_s=1.0)
+        first = _AcksLost(options)
+        task = asyncio.create_task(first.run())
+        await wait_until(lambda: _is_set(first.ready, task), "the first bridge")
+        async with connected(nats_url) as js:
+            await send(js, range(0, 10))
+            await send(js, range(5, 10))  # sent again: the stream keeps one of each
+
+            async def published(bridge: Bridge, count: int) -> bool:
+                return bridge.published >= count
+
+            await wait_until(lambda: published(first, 10), "ten events")
+            first.stop()
+            await task
+            second = Bridge(options)
+            task = asyncio.create_task(second.run())
+            await wait_until(lambda: _is_set(second.ready, task), "the second bridge")
+            await send(js, range(10, 15))
+            await wait_until(lambda: published(second, 5), "five more events")
+
+            async def all_acked() -> bool:
+                info = await js.consumer_info(CTL_STREAM, BRIDGE_CTL_DURABLE)
+                return bool(info.num_ack_pending == 0 and info.ack_floor.stream_seq == 15)
+
+            await wait_until(all_acked, "the ten delivered again to be acknowledged")
+            second.stop()
+            await task
+            return await read_stream(js, EVENTS_STREAM), first.published, second.published
+
+    stored, first_count, second_count = run(go())
+    assert (first_count, second_count) == (10, 5)
+    jobids = [e.payload.jobid for e in events_of(stored) if e.type == "JOB_STATE_CHANGE"]
+    assert jobids == list(range(15)), "a controller message lost, repeated or reordered"
+    headers_ok = all(s.msg_id and s.msg_id.startswith("xce-bridge:ctl:") for s in stored)
+    assert headers_ok
+
+
+def test_the_emulator_applies_a_decision_id_once() -> None:
+    """A decision forwarded twice (a bridge restart past the duplicate window) is
+    applied once: the job is dispatched once and ends once."""
+    job = SimJob(jobid=1, submit_s=0, run_s=1, tasks=1, queue="normal", user="u")
+    config = SchedulerConfig(queues=(QueueSpec(name="normal"),))
+    emulator = LiveEmulator(
+        [job], (HostSpec(name="h1", slots=1),), config, nats_url="nats://unused", speed=100
+    )
+    dispatch = Dispatch(
+        ts=time.time_ns(),
+        jobid=1,
+        alloc=JobAlloc(jobid=1, hosts=(HostAlloc(host="h1", allocs=()),)),
+    )
+    data = dispatch.model_dump_json().encode()
+    headers = {DECISION_ID_HEADER: "xce-core:9:0"}
+
+    async def go() -> int:
+        for seq in (1, 2):  # the same decision at two sequences of XCE_CTL_DECISIONS
+            emulator._on_decision(Delivered(seq, "xce.ctl.decisions.DISPATCH", data, headers, None))
+        await asyncio.wait_for(emulator._all_done.wait(), 5)
+        return emulator._outbox.qsize()
+
+    reports = run(go())
+    assert emulator.stats.decisions == {"DISPATCH": 1}
+    assert reports == 1  # one DONE
+    assert emulator.records[1].end_s is not None

@@ -482,7 +482,11 @@ def _print_summary(
     rows = [
         ("policy", report.policy),
         ("cluster", f"{_plural(report.hosts, 'host')}, {_plural(report.slots, 'slot')}"),
-        ("jobs", f"{report.jobs_total:,} total, {report.jobs_finished:,} finished"),
+        (
+            "jobs",
+            f"{report.jobs_total:,} total, {report.jobs_finished:,} finished"
+            + (f", {report.jobs_left_running:,} still running" if report.jobs_left_running else ""),
+        ),
         (
             "skipped / rejected / never started",
             f"{report.jobs_skipped:,} / {report.jobs_rejected:,} / {report.jobs_never_started:,}",

@@ -127,6 +127,8 @@ class JobRecord:
             ``JOB_LARGER_THAN_CLUSTER``) or ``queue_closed`` (submitted to a closed
             queue, refused at submission).
         times_suspended: how many times it was suspended by preemption.
+        times_resumed: how many times it was resumed after a suspension: as many
+            as ``times_suspended``, one less when it was left suspended.
         suspended_s: seconds it spent suspended in all.
         killed_by_runlimit: killed (EXIT) when its running time reached its
             queue's ``run_limit_s``; its ``end_s`` is then the kill time.
@@ -142,8 +144,14 @@ class JobRecord:
     rejected: bool = False
     rejected_reason: str = ""
     times_suspended: int = 0
+    times_resumed: int = 0
     suspended_s: int = 0
     killed_by_runlimit: bool = False
+
+    @property
+    def left_suspended(self) -> bool:
+        """Suspended by a preemption and not resumed (nor ended) since."""
+        return self.end_s is None and self.times_suspended > self.times_resumed
 
     @property
     def ran_s(self) -> int | None:
@@ -551,6 +559,7 @@ class ClusterEmulator(Workload):
         if run is None or not run.suspended:
             return
         self.records[jobid].suspended_s += self._s(now) - self._s(run.since_ns)
+        self.records[jobid].times_resumed += 1
         self._run_for(now, jobid, run)
         self.stats.resumes += 1
         self._suspended -= 1

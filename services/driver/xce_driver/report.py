@@ -15,8 +15,10 @@ Definitions (the usual ones of the job-scheduling literature, e.g. Feitelson et 
 Preemption and limits: ``suspensions`` counts every suspension of a running job by
 preemption, ``jobs_preempted`` the jobs suspended at least once, ``resumes`` the
 suspended jobs resumed, ``jobs_left_suspended`` those still suspended when the run
-ended (never resumed), ``jobs_killed_by_runlimit`` the jobs killed at their queue's
-run limit (counted as finished). ``jobs_rejected`` counts every job the controller
+ended (suspended and neither resumed nor ended since), ``jobs_left_running`` those
+that started and were still running when the run ended (a live emulation that gave
+up at its timeout; 0 otherwise), ``jobs_killed_by_runlimit`` the jobs killed at
+their queue's run limit (counted as finished). ``jobs_rejected`` counts every job the controller
 turned away, ``jobs_rejected_queue_closed`` those submitted to a closed queue.
 
 A mean, median or maximum over no jobs at all (no job started, or none finished) is
@@ -61,6 +63,7 @@ class Report:
     suspensions: int
     resumes: int
     jobs_left_suspended: int
+    jobs_left_running: int
     mean_wait_s: float | None
     median_wait_s: float | None
     max_wait_s: int | None
@@ -107,7 +110,10 @@ def summarize(
         work = sum(run * r.tasks for r, run, _ in ran)
     rejected = sum(r.rejected for r in records)
     suspensions = sum(r.times_suspended for r in records)
-    left_suspended = len(started) - len(ran)
+    # Started and never ended: either suspended last (and never resumed), or still
+    # running when the run stopped (a live emulation that timed out).
+    left_suspended = sum(r.left_suspended for r in started)
+    left_running = len(started) - len(ran) - left_suspended
     return Report(
         workload=workload,
         policy=policy,
@@ -123,8 +129,9 @@ def summarize(
         jobs_killed_by_runlimit=sum(r.killed_by_runlimit for r in records),
         jobs_preempted=sum(r.times_suspended > 0 for r in records),
         suspensions=suspensions,
-        resumes=suspensions - left_suspended,
+        resumes=sum(r.times_resumed for r in records),
         jobs_left_suspended=left_suspended,
+        jobs_left_running=left_running,
         mean_wait_s=round(statistics.fmean(waits), 3) if waits else None,
         median_wait_s=float(statistics.median(waits)) if waits else None,
         max_wait_s=max(waits) if waits else None,

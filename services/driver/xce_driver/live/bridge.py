@@ -129,6 +129,9 @@ class BridgeOptions:
         round_interval_s: wall time between two ``BEGIN_ROUND`` events, s (> 0).
         durable: name of the bridge's durable consumer on ``XCE_DECISIONS``.
         ctl_durable: name of its durable consumer on ``XCE_CONTROLLER``.
+        ctl_ack_wait_s: that consumer's ack wait when the bridge creates it, s (> 0):
+            a controller message not acknowledged in that time is delivered again
+            (and dropped, when it is an event already).
         publish_batch: most events published before waiting for their
             acknowledgements (≥ 1).
         ack_timeout_s: how long to wait for an event's acknowledgement before
@@ -144,6 +147,7 @@ class BridgeOptions:
     round_interval_s: float = 1.0
     durable: str = "xce-bridge"
     ctl_durable: str = BRIDGE_CTL_DURABLE
+    ctl_ack_wait_s: float = 30.0
     publish_batch: int = 512
     ack_timeout_s: float = 5.0
     fetch_batch: int = 256
@@ -158,8 +162,8 @@ class BridgeOptions:
             )
         if self.publish_batch < 1 or self.fetch_batch < 1:
             raise ValueError("publish_batch and fetch_batch must be 1 or more")
-        if not (self.ack_timeout_s > 0 and self.fetch_timeout_s > 0):
-            raise ValueError("ack_timeout_s and fetch_timeout_s must be positive")
+        if not (self.ack_timeout_s > 0 and self.fetch_timeout_s > 0 and self.ctl_ack_wait_s > 0):
+            raise ValueError("ack_timeout_s, fetch_timeout_s and ctl_ack_wait_s must be positive")
 
 
 def decode_ctl(subject: str, data: bytes) -> tuple[str, CtlPayload] | str:
@@ -292,8 +296,8 @@ class Bridge:
         finally:
             self._closing = True
             if not nc.is_closed:
-                with contextlib.suppress(NatsError):
-                    await nc.flush(timeout=1)
+                with contextlib.suppress(NatsError, TimeoutError):
+                    await nc.flush(timeout=1)  # the last acknowledgements
                 await nc.close()
             log.info("stopped: %d events published, %d decisions forwarded", *self.counts)
 
@@ -390,7 +394,7 @@ class Bridge:
                 durable_name=durable,
                 deliver_policy=DeliverPolicy.ALL,
                 ack_policy=AckPolicy.EXPLICIT,
-                ack_wait=30.0,
+                ack_wait=self.options.ctl_ack_wait_s,
                 max_ack_pending=CTL_MAX_ACK_PENDING,
             )
             info = await js.add_consumer(CTL_STREAM, config)

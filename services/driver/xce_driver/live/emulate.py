@@ -221,7 +221,10 @@ class LiveEmulator(Workload):
         while True:
             fresh, stale = await reader.next()
             for item in fresh:
-                self._on_decision(item)
+                try:
+                    self._on_decision(item)
+                except Exception:  # a bug: say so, and answer the decisions after it
+                    log.exception("decision %d on %s not applied", item.seq, item.subject)
             msgs = [*stale, *(item.msg for item in fresh if item.msg is not None)]
             if msgs:  # AckPolicy.ALL: the last acknowledges all before (all applied)
                 last = max(msgs, key=lambda msg: msg.metadata.sequence.stream)
@@ -364,6 +367,7 @@ class LiveEmulator(Workload):
             return
         now = self._now()
         self.records[jobid].suspended_s += (now - run.since_ns) // NS
+        self.records[jobid].times_resumed += 1
         self._run(jobid, run, now)
         self.stats.resumes += 1
 

@@ -1,0 +1,121 @@
+"""The report's job counts at the end of a run: a job started and never ended is
+either left suspended (suspended by a preemption, never resumed) or left running
+(a live emulation that gave up at its timeout), never both, never a negative count."""
+
+from __future__ import annotations
+
+import io
+
+import pytest
+from rich.console import Console
+from xce_driver.cli import _print_summary
+from xce_driver.emulator import JobRecord
+from xce_driver.report import Report, summarize
+
+
+def report_of(*records: JobRecord) -> Report:
+    return summarize(
+        records,
+        workload="w",
+        policy="p",
+        hosts=1,
+        slots=4,
+        skipped=0,
+        rounds=0,
+        events=0,
+        decisions={},
+        sim_wall_s=0.0,
+    )
+
+
+def J(
+    jobid: int,
+    start_s: int | None = None,
+    end_s: int | None = None,
+    times_suspended: int = 0,
+    times_resumed: int = 0,
+    suspended_s: int = 0,
+) -> JobRecord:
+    """A 1-slot job submitted at 0 that needs 100 s."""
+    return JobRecord(
+        jobid=jobid,
+        submit_s=0,
+        run_s=100,
+        tasks=1,
+        start_s=start_s,
+        end_s=end_s,
+        times_suspended=times_suspended,
+        times_resumed=times_resumed,
+        suspended_s=suspended_s,
+    )
+
+
+FINISHED = J(1, start_s=0, end_s=100)  # finished
+RUNNING = J(2, start_s=10)  # still running when the run stopped
+RESUMED_RUNNING = J(3, start_s=0, times_suspended=1, times_resumed=1, suspended_s=5)  # running
+LEFT_SUSPENDED = J(4, start_s=0, times_suspended=2, times_resumed=1)  # suspended again
+RESUMED_FINISHED = J(5, start_s=0, end_s=150, times_suspended=1, times_resumed=1, suspended_s=50)
+NEVER_STARTED = J(6)  # never started
+
+CASES = [  # records, (left suspended, left running, suspensions, resumes, finished)
+    ((FINISHED,), (0, 0, 0, 0, 1)),
+    ((FINISHED, RUNNING), (0, 1, 0, 0, 1)),
+    ((RESUMED_RUNNING,), (0, 1, 1, 1, 0)),
+    ((LEFT_SUSPENDED,), (1, 0, 2, 1, 0)),
+    ((RESUMED_FINISHED, NEVER_STARTED), (0, 0, 1, 1, 1)),
+    (
+        (FINISHED, RUNNING, RESUMED_RUNNING, LEFT_SUSPENDED, RESUMED_FINISHED, NEVER_STARTED),
+        (1, 2, 4, 3, 2),
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    ("records", "expected"),
+    CASES,
+    ids=[
+        "one job finished",
+        "a job still running at the timeout is not left suspended",
+        "resumed, then still running at the timeout",
+        "suspended a second time and never resumed",
+        "suspended, resumed and finished",
+        "all of them",
+    ],
+)
+def test_jobs_started_and_never_ended_are_left_suspended_or_left_running(
+    records: tuple[JobRecord, ...], expected: tuple[int, int, int, int, int]
+) -> None:
+    report = report_of(*records)
+    got = (
+        report.jobs_left_suspended,
+        report.jobs_left_running,
+        report.suspensions,
+        report.resumes,
+        report.jobs_finished,
+    )
+    assert got == expected
+    assert report.jobs_preempted == sum(r.times_suspended > 0 for r in records)
+    assert report.jobs_started == report.jobs_finished + sum(expected[:2])
+
+
+def summary(report: Report) -> dict[str, str]:
+    out = io.StringIO()
+    _print_summary(Console(file=out, width=120), report, "emulate", "wall time")
+    return {
+        line.split("│")[1].strip(): line.split("│")[2].strip()
+        for line in out.getvalue().splitlines()
+        if line.count("│") == 3
+    }
+
+
+def test_an_emulation_that_timed_out_with_a_job_running_reports_no_preemption() -> None:
+    # Was "0 / 0 / -1 (1 left suspended)": the running job was taken for a suspended one.
+    rows = summary(report_of(FINISHED, RUNNING))
+    assert rows["preempted jobs / suspensions / resumes"] == "0 / 0 / 0"
+    assert rows["jobs"] == "2 total, 1 finished, 1 still running"
+
+
+def test_a_job_left_suspended_is_said_so() -> None:
+    rows = summary(report_of(FINISHED, LEFT_SUSPENDED))
+    assert rows["preempted jobs / suspensions / resumes"] == "1 / 2 / 1 (1 left suspended)"
+    assert rows["jobs"] == "2 total, 1 finished"
