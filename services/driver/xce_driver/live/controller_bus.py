@@ -27,8 +27,6 @@ from nats.js import JetStreamContext
 from nats.js.api import (
     ConsumerInfo,
     PubAck,
-    RetentionPolicy,
-    StorageType,
     StreamConfig,
     StreamInfo,
 )
@@ -43,6 +41,8 @@ from xce_schemas.controller import (
     CTL_SUBJECTS,
 )
 
+from xce_driver.live.streams import stream_config
+
 log = logging.getLogger("xce_driver.live.controller_bus")
 
 #: The JetStream header that makes the stream check the id of its last message.
@@ -56,19 +56,11 @@ MAX_RETRY_DELAY_S = 1.0
 def ctl_stream_configs() -> list[StreamConfig]:
     """``XCE_CONTROLLER`` and ``XCE_CTL_DECISIONS``: file storage, limits retention,
     nothing expires, duplicate windows of ``xce_schemas.controller``."""
-
-    def config(name: str, subject: str, window_s: float) -> StreamConfig:
-        return StreamConfig(
-            name=name,
-            subjects=[subject],
-            retention=RetentionPolicy.LIMITS,
-            storage=StorageType.FILE,
-            duplicate_window=window_s,
-        )
-
     return [
-        config(CTL_STREAM, CTL_SUBJECTS, CTL_DUPLICATE_WINDOW_S),
-        config(CTL_DECISIONS_STREAM, CTL_DECISIONS_SUBJECTS, CTL_DECISIONS_DUPLICATE_WINDOW_S),
+        stream_config(CTL_STREAM, CTL_SUBJECTS, CTL_DUPLICATE_WINDOW_S),
+        stream_config(
+            CTL_DECISIONS_STREAM, CTL_DECISIONS_SUBJECTS, CTL_DECISIONS_DUPLICATE_WINDOW_S
+        ),
     ]
 
 

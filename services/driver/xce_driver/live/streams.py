@@ -42,21 +42,23 @@ def stream_configs(decisions_window_s: float = DECISIONS_DUPLICATE_WINDOW_S) -> 
     """
     if decisions_window_s <= 0:
         raise ValueError(f"duplicate window must be positive, not {decisions_window_s} s")
-
-    def config(name: str, subject: str, window_s: float) -> StreamConfig:
-        return StreamConfig(
-            name=name,
-            subjects=[subject],
-            retention=RetentionPolicy.LIMITS,
-            storage=StorageType.FILE,
-            duplicate_window=window_s,
-        )
-
     return [
-        config(EVENTS_STREAM, EVENTS_SUBJECTS, EVENTS_DUPLICATE_WINDOW_S),
-        config(DECISIONS_STREAM, DECISIONS_SUBJECTS, decisions_window_s),
-        config(DEADLETTER_STREAM, DEADLETTER_SUBJECTS, EVENTS_DUPLICATE_WINDOW_S),
+        stream_config(EVENTS_STREAM, EVENTS_SUBJECTS, EVENTS_DUPLICATE_WINDOW_S),
+        stream_config(DECISIONS_STREAM, DECISIONS_SUBJECTS, decisions_window_s),
+        stream_config(DEADLETTER_STREAM, DEADLETTER_SUBJECTS, EVENTS_DUPLICATE_WINDOW_S),
     ]
+
+
+def stream_config(name: str, subject: str, window_s: float) -> StreamConfig:
+    """A stream of the XCE bus: ``subject`` (a wildcard) kept in files, nothing
+    expiring, repeated message ids dropped within ``window_s`` seconds."""
+    return StreamConfig(
+        name=name,
+        subjects=[subject],
+        retention=RetentionPolicy.LIMITS,
+        storage=StorageType.FILE,
+        duplicate_window=window_s,
+    )
 
 
 async def ensure_streams(
