@@ -106,6 +106,7 @@ from xce_driver.live.controller_bus import (
     stream_epoch,
 )
 from xce_driver.live.metrics import BridgeMetrics
+from xce_driver.live.options import LOG_LEVELS, log_level, port, seconds
 from xce_driver.live.streams import ensure_streams
 
 log = logging.getLogger("xce_driver.live.bridge")
@@ -634,13 +635,13 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--nats", default="nats://127.0.0.1:4222", help="NATS server URL")
     parser.add_argument(
         "--round-interval",
-        type=float,
+        type=seconds,
         default=1.0,
         metavar="SECONDS",
         help="wall time between scheduling rounds, s (default 1.0)",
     )
     parser.add_argument(
-        "--metrics-port", type=int, default=None, metavar="P", help="serve /metrics on port P"
+        "--metrics-port", type=port, default=None, metavar="P", help="serve /metrics on port P"
     )
     parser.add_argument("--metrics-addr", default="0.0.0.0", help="address /metrics binds")
     parser.add_argument(
@@ -651,7 +652,7 @@ def build_parser() -> argparse.ArgumentParser:
         default=BRIDGE_CTL_DURABLE,
         help=f"durable consumer name on {CTL_STREAM} (default {BRIDGE_CTL_DURABLE})",
     )
-    parser.add_argument("--log-level", default="INFO", help="DEBUG, INFO, WARNING, ERROR")
+    parser.add_argument("--log-level", type=log_level, default="INFO", help=", ".join(LOG_LEVELS))
     return parser
 
 

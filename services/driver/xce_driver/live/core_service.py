@@ -62,7 +62,6 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-import nats
 import orjson
 import redis.asyncio as aioredis
 from nats.aio.client import Client as NatsClient
@@ -104,7 +103,9 @@ from xce_schemas.bus import (
 )
 from xce_schemas.errors import describe
 
+from xce_driver.live.connection import connect_nats
 from xce_driver.live.metrics import CoreMetrics
+from xce_driver.live.options import LOG_LEVELS, log_level, port, redis_url, seconds
 from xce_driver.live.record_stream import (
     RecordStream,
     ensure_record_stream,
@@ -278,12 +279,10 @@ class CoreService:
         """
         if stop is not None:
             self._stop = stop
-        nc = self._nc = await nats.connect(
+        nc = self._nc = await connect_nats(
             self.options.nats_url,
-            name="xce-core-service",
-            max_reconnect_attempts=-1,
-            reconnect_time_wait=0.2,
-            error_cb=self._nats_error,
+            "xce-core-service",
+            log,
             disconnected_cb=self._nats_disconnected,
             reconnected_cb=self._nats_reconnected,
         )
@@ -310,9 +309,6 @@ class CoreService:
     def stop(self) -> None:
         """Ask ``run`` to return once the event at hand is done."""
         self._stop.set()
-
-    async def _nats_error(self, exc: Exception) -> None:
-        log.warning("nats: %s", exc)
 
     async def _nats_disconnected(self) -> None:
         if not self._stop.is_set():  # closing on purpose disconnects too
@@ -847,19 +843,21 @@ def build_parser() -> argparse.ArgumentParser:
         "(XCE_EVENTS), decisions to XCE_DECISIONS, checkpoints in Redis.",
     )
     parser.add_argument("--nats", default="nats://127.0.0.1:4222", help="NATS server URL")
-    parser.add_argument("--redis", default="redis://127.0.0.1:6379/0", help="Redis URL")
+    parser.add_argument(
+        "--redis", type=redis_url, default="redis://127.0.0.1:6379/0", help="Redis URL"
+    )
     parser.add_argument(
         "--snapshot-every", type=int, default=1000, metavar="N", help="checkpoint every N events"
     )
     parser.add_argument(
         "--snapshot-seconds",
-        type=float,
+        type=seconds,
         default=30.0,
         metavar="T",
         help="... or every T seconds with new events (default 30)",
     )
     parser.add_argument(
-        "--metrics-port", type=int, default=None, metavar="P", help="serve /metrics on port P"
+        "--metrics-port", type=port, default=None, metavar="P", help="serve /metrics on port P"
     )
     parser.add_argument("--metrics-addr", default="0.0.0.0", help="address /metrics binds")
     parser.add_argument(
@@ -867,7 +865,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--durable", default="xce-core", help="durable consumer name")
     parser.add_argument("--checkpoint-key", default=CORE_CHECKPOINT_KEY, help="Redis key")
-    parser.add_argument("--log-level", default="INFO", help="DEBUG, INFO, WARNING, ERROR")
+    parser.add_argument("--log-level", type=log_level, default="INFO", help=", ".join(LOG_LEVELS))
     parser.add_argument("--fault-kill-at", type=_fault, default=None, help=argparse.SUPPRESS)
     return parser
 

@@ -1,0 +1,55 @@
+"""The live services' options: a mistake is one argparse line (exit 2), an
+unreachable NATS server one error line (exit 1), never a traceback or a hang."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+from xce_driver.live import bridge, core_service
+
+
+@pytest.mark.parametrize(
+    "argv, message",
+    [
+        (["--metrics-port", "70000"], "port 70000 is not between 1 and 65535"),
+        (["--metrics-port", "x"], "'x' is not a port number"),
+        (["--log-level", "LOUD"], "'LOUD' is not one of DEBUG, INFO, WARNING, ERROR"),
+        (["--redis", "http://127.0.0.1:6379"], "is not a Redis URL"),
+        (["--snapshot-seconds", "nan"], "nan is not a positive, finite number of seconds"),
+        (["--snapshot-seconds", "-5"], "-5 is not a positive, finite number of seconds"),
+    ],
+)
+def test_a_bad_core_service_option_is_one_line(
+    argv: list[str], message: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with pytest.raises(SystemExit) as exit_status:
+        core_service.build_parser().parse_args(argv)
+    assert exit_status.value.code == 2
+    err = capsys.readouterr().err
+    assert message in err and "Traceback" not in err
+
+
+def test_a_bad_bridge_option_is_one_line(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit):
+        bridge.build_parser().parse_args(["--round-interval", "inf"])
+    assert "inf is not a positive, finite number of seconds" in capsys.readouterr().err
+
+
+def test_the_core_service_gives_up_on_an_unreachable_nats_server() -> None:
+    argv = [
+        sys.executable,
+        "-m",
+        "xce_driver.live.core_service",
+        "--nats",
+        "nats://127.0.0.1:1",
+        "--redis",
+        "redis://127.0.0.1:1/0",
+    ]
+    done = subprocess.run(argv, capture_output=True, text=True, timeout=60)
+    assert done.returncode == 1
+    assert done.stderr.strip().splitlines()[-1] == (
+        "xce-core-service: error: nats: no servers available for connection"
+    )
+    assert "Traceback" not in done.stderr
