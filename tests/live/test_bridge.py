@@ -701,3 +701,43 @@ def test_the_emulator_applies_a_decision_id_once() -> None:
     assert emulator.stats.decisions == {"DISPATCH": 1}
     assert reports == 1  # one DONE
     assert emulator.records[1].end_s is not None
+
+
+def test_a_stray_message_on_the_event_stream_does_not_wedge_a_running_bridge(
+    bus: tuple[str, str],
+) -> None:
+    nats_url, _ = bus
+    job = b'{"jobid": %d, "state": "DONE"}'
+
+    def published(bridge: Bridge, count: int) -> Callable[[], Awaitable[bool]]:
+        async def enough() -> bool:
+            return bridge.published >= count
+
+        return enough
+
+    async def go() -> list[Stored]:
+        options = BridgeOptions(nats_url=nats_url, round_interval_s=3600, ack_timeout_s=1.0)
+        bridge = Bridge(options)
+        task = asyncio.create_task(bridge.run())
+        await wait_until(lambda: _is_set(bridge.ready, task), "the bridge")
+        async with connected(nats_url) as js:
+            for jobid in range(3):
+                await js._nc.publish("xce.ctl.job_state", job % jobid)
+            await wait_until(published(bridge, 3), "3 events")
+            # A stray plain publish (no message id) while the bridge runs.
+            await js._nc.publish("xce.events.BEGIN_ROUND", b"x")
+            await js._nc.flush()
+            for jobid in range(3, 6):
+                await js._nc.publish("xce.ctl.job_state", job % jobid)
+            await wait_until(published(bridge, 6), "3 more events after the stray one")
+        bridge.stop()
+        await task
+        async with connected(nats_url) as js:
+            return await read_stream(js, EVENTS_STREAM)
+
+    stored = run(go())
+    assert [s.data for s in stored].count(b"x") == 1
+    ours = [parse_event(s.data) for s in stored if s.data != b"x"]
+    assert [event.payload.jobid for event in ours] == list(range(6))  # type: ignore[union-attr]
+    ts = [event.ts for event in ours]
+    assert ts == sorted(ts)

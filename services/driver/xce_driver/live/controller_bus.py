@@ -335,6 +335,9 @@ class ChainedPublisher:
                 log.warning("another publisher wrote to %s; going on after it", self.stream)
                 self.chain = None
                 continue
+            pos = await self._resync(batch, pos, confirm)
+            if pos == len(batch):
+                return pos
             self._on_retry()
             log.warning(
                 "publish of %s to %s failed (%s); retrying in %.2f s",
@@ -350,6 +353,35 @@ class ChainedPublisher:
                     return pos
             await asyncio.sleep(delay)
             delay = min(delay * 2, 2.0)
+        return pos
+
+    async def _resync(
+        self, batch: Sequence[Outgoing], pos: int, confirm: Callable[[Outgoing], None]
+    ) -> int:
+        """After a failed try, look at the stream's last message: ours from this
+        batch (stored, its acknowledgement lost) moves ``pos`` past it; one that is
+        neither that nor the chain's last is another publisher's, and the chain goes
+        on after it. Returns the new ``pos`` (unchanged when the stream cannot say)."""
+        try:
+            last = await last_msg_id(self._js, self.stream)
+        except NatsError:
+            return pos  # not connected: the retry will tell
+        if last == self.chain:
+            return pos
+        ids = [item.msg_id for item in batch]
+        if last in ids[pos:]:
+            stored = ids.index(last, pos)
+            for item in batch[pos : stored + 1]:
+                confirm(item)
+            self.chain = last
+            return stored + 1
+        if last not in ids[:pos]:
+            log.warning(
+                "another publisher wrote to %s (its last message is %r); going on after it",
+                self.stream,
+                last,
+            )
+            self.chain = None
         return pos
 
 
