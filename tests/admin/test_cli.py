@@ -3,6 +3,7 @@ its commands, one-line errors and exit statuses; never a traceback."""
 
 from __future__ import annotations
 
+import importlib
 import threading
 import time
 from collections.abc import Iterator
@@ -136,3 +137,22 @@ def test_usage_errors_exit_2(capsys: pytest.CaptureFixture[str]) -> None:
         cli.main(["scheduler", "record", "pause"])
     assert stop.value.code == 2
     assert "invalid choice: 'pause'" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    "build, argv, message",
+    [
+        ("server", ["--port", "99999"], "port 99999 is not between 1 and 65535"),
+        ("server", ["--log-level", "loud"], "invalid choice: 'loud'"),
+        ("cli", ["--timeout", "-1", "scheduler", "status"], "-1 is not a positive, finite"),
+    ],
+)
+def test_a_bad_option_is_one_argparse_line(
+    build: str, argv: list[str], message: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    module = importlib.import_module(f"xce_admin.{build}")
+    with pytest.raises(SystemExit) as exit_status:
+        module.build_parser().parse_args(argv)
+    assert exit_status.value.code == 2
+    err = capsys.readouterr().err
+    assert message in err and "Traceback" not in err

@@ -18,6 +18,7 @@ recording, …); 2 bad usage; 3 the server cannot be reached or failed.
 from __future__ import annotations
 
 import argparse
+import math
 import os
 import sys
 from collections.abc import Sequence
@@ -40,6 +41,17 @@ class CliError(Exception):
         self.code = code
 
 
+def _seconds(text: str) -> float:
+    """A finite, positive number of seconds (an argparse type)."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds") from None
+    if not math.isfinite(value) or value <= 0:
+        raise argparse.ArgumentTypeError(f"{text} is not a positive, finite number of seconds")
+    return value
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The ``xceadmin`` command line."""
     parser = argparse.ArgumentParser(
@@ -56,7 +68,10 @@ def build_parser() -> argparse.ArgumentParser:
         help="bearer token (default $XCE_ADMIN_TOKEN)",
     )
     parser.add_argument(
-        "--timeout", type=float, default=90.0, help="seconds to wait for an answer (default 90)"
+        "--timeout",
+        type=_seconds,
+        default=90.0,
+        help="seconds to wait for an answer (default 90)",
     )
     top = parser.add_subparsers(dest="area", required=True, metavar="scheduler")
     sched = top.add_parser("scheduler", help="the scheduler").add_subparsers(

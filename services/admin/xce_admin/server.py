@@ -17,6 +17,17 @@ import uvicorn
 from xce_admin.app import AdminSettings, ConfigError, create_app
 
 
+def _port(text: str) -> int:
+    """A TCP port, 1-65535 (an argparse type: a bad one is one error line)."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a port number") from None
+    if not 1 <= value <= 65535:
+        raise argparse.ArgumentTypeError(f"port {value} is not between 1 and 65535")
+    return value
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The ``xce-admin`` command line."""
     parser = argparse.ArgumentParser(
@@ -25,7 +36,7 @@ def build_parser() -> argparse.ArgumentParser:
         "Set XCE_ADMIN_TOKEN to the token clients must send.",
     )
     parser.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1)")
-    parser.add_argument("--port", type=int, default=8080, help="port (default 8080)")
+    parser.add_argument("--port", type=_port, default=8080, help="port (default 8080)")
     parser.add_argument("--redis", default="redis://127.0.0.1:6379/0", help="Redis URL")
     parser.add_argument("--nats", default="nats://127.0.0.1:4222", help="NATS server URL")
     parser.add_argument(
@@ -41,7 +52,12 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="S",
         help="how long a recorder command may take, s (default 60)",
     )
-    parser.add_argument("--log-level", default="info", help="uvicorn log level (default info)")
+    parser.add_argument(
+        "--log-level",
+        choices=("critical", "error", "warning", "info", "debug", "trace"),
+        default="info",
+        help="uvicorn log level (default info)",
+    )
     return parser
 
 
