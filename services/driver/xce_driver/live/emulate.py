@@ -98,6 +98,8 @@ log = logging.getLogger("xce_driver.live.emulate")
 CONTROLLER = "xce-sched-emulate"
 #: How long a run that timed out still tries to send what it queued, s.
 SEND_GRACE_S = 10.0
+#: Wall seconds without a decision after which the emulator says it hears none.
+SILENCE_S = 10.0
 
 
 class LiveEmulator(Workload):
@@ -134,6 +136,7 @@ class LiveEmulator(Workload):
         self._outbox: asyncio.Queue[tuple[str, bytes]] = asyncio.Queue()
         self._all_done = asyncio.Event()
         self._wall0 = 0
+        self._last_decision = 0.0  # time.monotonic() of the last decision applied
         self._nc: NatsClient | None = None
         self._run_id = f"{time.time_ns():x}"
         #: Ids of the decisions applied (``Xce-Decision-Id``).
@@ -171,11 +174,13 @@ class LiveEmulator(Workload):
             await ensure_ctl_streams(js)
             reader = await self._decisions_reader(js, durable)
             self._wall0 = time.time_ns()
+            self._last_decision = time.monotonic()
             receiver = asyncio.create_task(self._decision_loop(reader))
             sender = asyncio.create_task(self._send_loop(js))
             self._send("config", ConfigPushPayload(config=self._config).model_dump_json())
             self._send("hosts", WorkersPushPayload(hosts=self._hosts).model_dump_json())
             submitter = asyncio.create_task(self._submit_loop())
+            watchdog = asyncio.create_task(self._watch_silence())
             self._check_done()
             try:
                 await asyncio.wait_for(self._all_done.wait(), timeout_s)
@@ -184,6 +189,7 @@ class LiveEmulator(Workload):
                 finished = False
             submitter.cancel()
             receiver.cancel()
+            watchdog.cancel()
             for handle in self._timers.values():
                 handle.cancel()
             # Everything reported is sent (bounded when the run gave up: NATS may be gone).
@@ -191,7 +197,7 @@ class LiveEmulator(Workload):
                 await asyncio.wait_for(self._outbox.join(), None if finished else SEND_GRACE_S)
             sender.cancel()
             with contextlib.suppress(asyncio.CancelledError):
-                await asyncio.gather(submitter, sender, receiver)
+                await asyncio.gather(submitter, sender, receiver, watchdog)
             return finished
         finally:
             with contextlib.suppress(NatsError, TimeoutError):
@@ -216,10 +222,25 @@ class LiveEmulator(Workload):
             js, CTL_DECISIONS_STREAM, sub, position=consumer_position(info, stream)
         )
 
+    async def _watch_silence(self) -> None:
+        """Say so, every ``SILENCE_S`` seconds, while no decision arrives: without a
+        running xce-bridge and xce-core-service on this NATS nothing ever will."""
+        while True:
+            await asyncio.sleep(SILENCE_S)
+            quiet = time.monotonic() - self._last_decision
+            if quiet >= SILENCE_S:
+                log.warning(
+                    "no decision for %.0f s: are xce-bridge and xce-core-service running on %s?",
+                    quiet,
+                    self._nats_url,
+                )
+
     async def _decision_loop(self, reader: InOrderReader) -> None:
         """Apply decisions in stream order; acknowledge each batch once applied."""
         while True:
             fresh, stale = await reader.next()
+            if fresh:
+                self._last_decision = time.monotonic()
             for item in fresh:
                 try:
                     self._on_decision(item)
