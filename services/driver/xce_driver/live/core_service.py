@@ -104,7 +104,6 @@ from xce_schemas.bus import (
 from xce_schemas.errors import describe
 
 from xce_driver.live.connection import connect_nats
-from xce_driver.live.controller_bus import ChainedPublisher, Outgoing, last_msg_id
 from xce_driver.live.metrics import CoreMetrics
 from xce_driver.live.options import LOG_LEVELS, log_level, port, redis_url, seconds
 from xce_driver.live.record_stream import (
@@ -122,9 +121,6 @@ log = logging.getLogger("xce_driver.live.core_service")
 #: writing its N-th checkpoint, after writing it, after publishing its N-th record
 #: message.
 FAULT_POINTS = ("decision", "ack", "checkpoint", "checkpointed", "record")
-
-#: How long a stopping service still tries to store an event's decisions, s.
-STOP_GRACE_S = 5.0
 
 
 class CheckpointError(ValueError):
@@ -253,7 +249,6 @@ class CoreService:
         #: The stream sequence the last checkpoint covers.
         self.checkpoint_seq = 0
         self._watermark: tuple[int, int] | None = None
-        self._decisions_out: ChainedPublisher | None = None
         self._round_s = 0.0  # wall time of the last round, s
         self._last_checkpoint = time.monotonic()
         self._checkpoint_written = True  # the last try was written (or none was made)
@@ -298,13 +293,6 @@ class CoreService:
             await ensure_record_stream(self._js)
             await self._restore()
             self._watermark = await self._read_watermark()
-            self._decisions_out = ChainedPublisher(
-                self._js,
-                DECISIONS_STREAM,
-                ack_timeout_s=self.options.ack_wait_s,
-                chain=await last_msg_id(self._js, DECISIONS_STREAM),
-                on_retry=self.metrics.publish_retries.inc,
-            )
             self.record.watermark = await read_record_watermark(self._js)
             await self._record_transitions()
             await nc.subscribe(CORE_RECORD_SUBJECT, cb=self._on_record_command)
@@ -321,8 +309,6 @@ class CoreService:
     def stop(self) -> None:
         """Ask ``run`` to return once the event at hand is done."""
         self._stop.set()
-        if self._decisions_out is not None:  # a bus that is gone is not waited for long
-            self._decisions_out.give_up_after_s = STOP_GRACE_S
 
     async def _nats_disconnected(self) -> None:
         if not self._stop.is_set():  # closing on purpose disconnects too
@@ -491,7 +477,8 @@ class CoreService:
         event = decode_event(subject, data)
         self._out.clear()
         reason = event if isinstance(event, str) else self._apply(event)
-        await self._publish_decisions(seq)
+        for index, decision in enumerate(self._out):
+            await self._publish_decision(seq, index, decision)
         if reason is None and not isinstance(event, str) and self.record.on:
             await self.record.event(self.core, seq, event, self._out)
         if reason is not None:
@@ -563,33 +550,17 @@ class CoreService:
 
     # --- publishing --------------------------------------------------------------------
 
-    async def _publish_decisions(self, seq: int) -> None:
-        """Put event ``seq``'s decisions on ``XCE_DECISIONS``, pipelined and in order
-        (each chained to the one before it, so none overtakes another and the stream's
-        last id stays a watermark), and wait until every one is stored; those up to
-        the watermark read at start are there already and are skipped."""
-        mark = self._watermark
-        outgoing = [
-            Outgoing(
-                decision_subject(decision.op),
-                decision.model_dump_json().encode(),
-                decision_msg_id(seq, index),
-                tag=decision.op,
-            )
-            for index, decision in enumerate(self._out)
-            if mark is None or (seq, index) > mark
-        ]
-        if len(outgoing) < len(self._out):
-            self.metrics.decisions_skipped.inc(len(self._out) - len(outgoing))
-        if not outgoing:
+    async def _publish_decision(self, seq: int, index: int, decision: Decision) -> None:
+        if self._watermark is not None and (seq, index) <= self._watermark:
+            self.metrics.decisions_skipped.inc()
             return
-        assert self._decisions_out is not None
-        stored = await self._decisions_out.publish(outgoing, self._decision_stored)
-        if stored < len(outgoing):  # only when stopping: the event stays unacknowledged
-            raise NatsError(f"decisions of event seq {seq} not stored before stopping")
-
-    def _decision_stored(self, item: Outgoing) -> None:
-        self.metrics.decisions.labels(str(item.tag)).inc()
+        await self._publish(
+            decision_subject(decision.op),
+            decision.model_dump_json().encode(),
+            DECISIONS_STREAM,
+            decision_msg_id(seq, index),
+        )
+        self.metrics.decisions.labels(decision.op).inc()
         self._fault("decision")
 
     async def _dead_letter(self, subject: str, data: bytes, seq: int, reason: str) -> None:
