@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.live.helpers import reset_bus
+from tests.live.helpers import kill_leftovers, reset_bus
 from tests.live.servers import ServerProcess, nats_server, redis_server
 
 #: Where to look for the server binaries: PATH, then the sbin folders Debian uses.
@@ -91,3 +91,10 @@ def bus(nats_url: str, redis_url: str) -> tuple[str, str]:
 def workdir(tmp_path: Path) -> Path:
     """A folder for a test's service logs."""
     return tmp_path
+
+
+@pytest.fixture(autouse=True)
+def no_service_left_running() -> Iterator[None]:
+    """Kill the core services a test started and left running (it failed half-way)."""
+    yield
+    kill_leftovers()

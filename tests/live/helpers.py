@@ -188,7 +188,9 @@ async def acked_seq(js: JetStreamContext, durable: str = "xce-core") -> int:
     """The last event sequence the core's consumer has acknowledged (0: none yet)."""
     try:
         info = await js.consumer_info(EVENTS_STREAM, durable)
-    except NotFoundError:
+    except (NotFoundError, TypeError):
+        # Not there yet, or being re-created by a restarting core service: nats-py
+        # then fails to read the server's answer as a ConsumerInfo (TypeError).
         return 0
     return info.ack_floor.stream_seq if info.ack_floor else 0
 
@@ -209,6 +211,19 @@ async def wait_until(
 
 
 # --- the service as a process --------------------------------------------------------------
+
+
+#: Every ServiceProcess started, so a test that fails half-way leaves none running:
+#: one reconnecting to a port a later server reuses would join that test's bus.
+STARTED: list[ServiceProcess] = []
+
+
+def kill_leftovers() -> None:
+    """SIGKILL every ServiceProcess still running, and forget them all."""
+    while STARTED:
+        proc = STARTED.pop()
+        if proc.exited() is None:
+            proc.kill()
 
 
 class ServiceProcess:
@@ -244,6 +259,7 @@ class ServiceProcess:
             self.proc = subprocess.Popen(
                 argv, stdout=handle, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL
             )
+        STARTED.append(self)
 
     def exited(self) -> int | None:
         """The exit status (negative: killed by that signal), or None while it runs."""
