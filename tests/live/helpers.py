@@ -10,6 +10,7 @@ import signal
 import subprocess
 import sys
 import time
+from collections import Counter
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -287,3 +288,20 @@ class ServiceProcess:
     def log_text(self) -> str:
         """Everything it logged."""
         return self.log.read_text(errors="replace")
+
+
+def assert_each_job_submitted_and_ended_once(parsed: Sequence[CoreEvent], jobs: int) -> None:
+    """``parsed`` holds one configuration, one host list, each of jobs 1..``jobs``
+    submitted once and ended (DONE or EXIT) once, and ``ts`` never goes back."""
+    kinds = Counter(event.type for event in parsed)
+    assert kinds["CONFIG_PUSH"] == 1 and kinds["WORKERS_PUSH"] == 1, kinds
+    submitted = [j.jobid for e in parsed if e.type == "JOBS_PUSH" for j in e.payload.jobs]
+    assert sorted(submitted) == list(range(1, jobs + 1)), "a submission lost or repeated"
+    ended = [
+        e.payload.jobid
+        for e in parsed
+        if e.type == "JOB_STATE_CHANGE" and e.payload.state in (JobState.DONE, JobState.EXIT)
+    ]
+    assert sorted(ended) == list(range(1, jobs + 1)), "a job's end lost or repeated"
+    timestamps = [event.ts for event in parsed]
+    assert timestamps == sorted(timestamps), "ts went back"

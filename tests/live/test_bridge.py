@@ -60,6 +60,7 @@ from xce_schemas.controller import (
 
 from tests.live.helpers import (
     Stored,
+    assert_each_job_submitted_and_ended_once,
     connected,
     read_stream,
     reference_decisions,
@@ -540,21 +541,6 @@ def busy_trace(path: Path, jobs: int) -> Path:
         lines.append(" ".join(map(str, fields)))
     path.write_text("\n".join(lines) + "\n")
     return path
-
-
-def assert_each_job_submitted_and_ended_once(parsed: list[CoreEvent], jobs: int) -> None:
-    kinds = Counter(event.type for event in parsed)
-    assert kinds["CONFIG_PUSH"] == 1 and kinds["WORKERS_PUSH"] == 1, kinds
-    submitted = [j.jobid for e in parsed if e.type == "JOBS_PUSH" for j in e.payload.jobs]
-    assert sorted(submitted) == list(range(1, jobs + 1)), "a submission lost or repeated"
-    ended = [
-        e.payload.jobid
-        for e in parsed
-        if e.type == "JOB_STATE_CHANGE" and e.payload.state in (JobState.DONE, JobState.EXIT)
-    ]
-    assert sorted(ended) == list(range(1, jobs + 1)), "a job's end lost or repeated"
-    timestamps = [event.ts for event in parsed]
-    assert timestamps == sorted(timestamps), "ts went back"
 
 
 def test_nats_restarts_while_jobs_are_submitted_and_end_lose_nothing(

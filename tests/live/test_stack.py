@@ -26,7 +26,6 @@ import signal
 import subprocess
 import sys
 import time
-from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -38,7 +37,7 @@ import pytest
 import redis.asyncio as aioredis
 import yaml
 from prometheus_client.parser import text_string_to_metric_families
-from xce_schemas import CoreCheckpoint, CoreEvent, JobState, parse_decision, parse_event
+from xce_schemas import CoreCheckpoint, CoreEvent, parse_decision, parse_event
 from xce_schemas.admin import CORE_STATUS_KEY
 from xce_schemas.bus import (
     CORE_CHECKPOINT_KEY,
@@ -50,6 +49,7 @@ from xce_schemas.bus import (
 from tests.live.helpers import (
     Stored,
     acked_seq,
+    assert_each_job_submitted_and_ended_once,
     connected,
     publish,
     read_stream,
@@ -310,18 +310,7 @@ def assert_no_event_lost_or_repeated(events: list[Stored], jobs: int) -> list[Co
     submitted once and ended (DONE or EXIT) once, ``ts`` never going back, no message
     id twice; the events parsed."""
     parsed = [parse_event(s.data) for s in events]
-    kinds = Counter(event.type for event in parsed)
-    assert kinds["CONFIG_PUSH"] == 1 and kinds["WORKERS_PUSH"] == 1, kinds
-    submitted = [j.jobid for e in parsed if e.type == "JOBS_PUSH" for j in e.payload.jobs]
-    assert sorted(submitted) == list(range(1, jobs + 1)), "a submission lost or repeated"
-    ended = [
-        e.payload.jobid
-        for e in parsed
-        if e.type == "JOB_STATE_CHANGE" and e.payload.state in (JobState.DONE, JobState.EXIT)
-    ]
-    assert sorted(ended) == list(range(1, jobs + 1)), "an end lost or repeated"
-    timestamps = [event.ts for event in parsed]
-    assert timestamps == sorted(timestamps), "ts went back"
+    assert_each_job_submitted_and_ended_once(parsed, jobs)
     assert len({s.msg_id for s in events}) == len(events), "a message id twice"
     return parsed
 
