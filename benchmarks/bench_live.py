@@ -48,6 +48,7 @@ from pathlib import Path
 
 import nats
 import orjson
+import psutil
 from nats.aio.client import Client as NatsClient
 from nats.aio.msg import Msg
 from nats.js import JetStreamContext
@@ -159,6 +160,34 @@ async def drained(js: JetStreamContext, timeout_s: float) -> float | None:
     return time.perf_counter() - start
 
 
+class CpuMeter:
+    """CPU time of the stack's processes (this one included): cores each used
+    between ``start`` and ``stop`` (CPU s / wall s)."""
+
+    def __init__(self, pids: dict[str, int]) -> None:
+        self._procs = {name: psutil.Process(pid) for name, pid in pids.items()}
+        self._procs["controller"] = psutil.Process()
+        self._start: dict[str, float] = {}
+        self._t0 = 0.0
+
+    def _cpu(self) -> dict[str, float]:
+        out = {}
+        for name, proc in self._procs.items():
+            with contextlib.suppress(psutil.Error):
+                times = proc.cpu_times()
+                out[name] = times.user + times.system
+        return out
+
+    def start(self) -> None:
+        self._start, self._t0 = self._cpu(), time.perf_counter()
+
+    def stop(self) -> dict[str, float]:
+        wall = time.perf_counter() - self._t0
+        return {
+            name: (cpu - self._start.get(name, cpu)) / wall for name, cpu in self._cpu().items()
+        }
+
+
 @dataclass
 class Step:
     target: int
@@ -166,13 +195,16 @@ class Step:
     stored_rate: float
     handled_rate: float
     lag_s: float | None
+    cores: dict[str, float] = field(default_factory=dict)
 
     @property
     def sustained(self) -> bool:
         return self.handled_rate >= 0.95 * self.target and self.lag_s is not None and self.lag_s < 1
 
 
-async def live(nats_url: str, args: argparse.Namespace) -> tuple[Controller, list[Step]]:
+async def live(
+    nats_url: str, args: argparse.Namespace, meter: CpuMeter
+) -> tuple[Controller, list[Step]]:
     nc = await nats.connect(nats_url)
     js = nc.jetstream()
     ctl = Controller(nc)
@@ -200,12 +232,14 @@ async def live(nats_url: str, args: argparse.Namespace) -> tuple[Controller, lis
     steps = []
     for rate in args.rates:
         stored0, acked0, t0 = await stream_last(js), await core_acked(js), time.perf_counter()
+        meter.start()
         sent_rate = await ctl.paced(rate, args.step_seconds)
+        cores = meter.stop()
         stored1, acked1, t1 = await stream_last(js), await core_acked(js), time.perf_counter()
         lag = await drained(js, 30)
         span = t1 - t0
         steps.append(
-            Step(rate, sent_rate, (stored1 - stored0) / span, (acked1 - acked0) / span, lag)
+            Step(rate, sent_rate, (stored1 - stored0) / span, (acked1 - acked0) / span, lag, cores)
         )
         if lag is None:
             break
@@ -264,7 +298,7 @@ async def raw_baseline(nats_url: str, rate: float, seconds: float) -> tuple[list
 
 
 @contextlib.contextmanager
-def servers(workdir: Path) -> Iterator[tuple[str, str]]:
+def servers(workdir: Path) -> Iterator[tuple[str, str, dict[str, int]]]:
     nats_bin = shutil.which("nats-server", path=SEARCH_PATH)
     redis_bin = shutil.which("redis-server", path=SEARCH_PATH)
     if ServerProcess is None or nats_bin is None or redis_bin is None:
@@ -278,7 +312,9 @@ def servers(workdir: Path) -> Iterator[tuple[str, str]]:
     try:
         redis_proc.start()
         try:
-            yield nats_proc.url, redis_proc.url + "/0"
+            assert nats_proc.proc is not None and redis_proc.proc is not None
+            pids = {"nats-server": nats_proc.proc.pid, "redis-server": redis_proc.proc.pid}
+            yield nats_proc.url, redis_proc.url + "/0", pids
         finally:
             redis_proc.stop()
     finally:
@@ -300,7 +336,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     console = Console(width=120)
     with tempfile.TemporaryDirectory(prefix="bench_live") as tmp, servers(Path(tmp)) as urls:
-        nats_url, redis_url = urls
+        nats_url, redis_url, pids = urls
         logs = Path(tmp)
         procs = []
         for name, command in (
@@ -316,7 +352,8 @@ def main(argv: list[str] | None = None) -> int:
                     )
                 )
         try:
-            ctl, steps = asyncio.run(live(nats_url, args))
+            pids |= {name: proc.pid for name, proc in zip(("core", "bridge"), procs, strict=True)}
+            ctl, steps = asyncio.run(live(nats_url, args, CpuMeter(pids)))
             raw, raw_rate = asyncio.run(raw_baseline(nats_url, args.latency_rate, 3.0))
         finally:
             for proc in procs:
@@ -353,6 +390,13 @@ def main(argv: list[str] | None = None) -> int:
                 f"sent {step.sent_rate:,.0f}/s, bridge stored {step.stored_rate:,.0f}/s, "
                 f"core handled {step.handled_rate:,.0f}/s, "
                 f"lag left {lag_left}" + (" ✓" if step.sustained else ""),
+            )
+        )
+        rows.append(
+            (
+                "  CPU cores used",
+                ", ".join(f"{name} {cores:.2f}" for name, cores in step.cores.items())
+                + f" (total {sum(step.cores.values()):.2f})",
             )
         )
     best = max((s.target for s in steps if s.sustained), default=0)

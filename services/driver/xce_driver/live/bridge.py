@@ -108,6 +108,7 @@ from xce_driver.live.controller_bus import (
 from xce_driver.live.metrics import BridgeMetrics
 from xce_driver.live.options import LOG_LEVELS, log_level, port, seconds
 from xce_driver.live.streams import ensure_streams
+from xce_driver.live.tasks import cancel_and_wait
 
 log = logging.getLogger("xce_driver.live.bridge")
 
@@ -277,16 +278,12 @@ class Bridge:
             tasks = {publisher, rounds, reader, forwarder}
             await asyncio.wait({stopped, *tasks}, return_when=asyncio.FIRST_COMPLETED)
             # Stop taking input, then publish what was stamped, then stop forwarding.
-            rounds.cancel()
-            reader.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await asyncio.gather(rounds, reader, return_exceptions=True)
+            await cancel_and_wait(rounds, reader)
             self._closing = True
             assert self._events is not None
             self._events.give_up_after_s = STOP_RETRY_S
             self._wake.set()
-            stopped.cancel()
-            forwarder.cancel()
+            await cancel_and_wait(stopped, forwarder)
             results = await asyncio.gather(
                 publisher, rounds, reader, forwarder, return_exceptions=True
             )
@@ -368,8 +365,9 @@ class Bridge:
                 self.last_ts,
                 position,
             )
+        assert self._nc is not None
         self._events = ChainedPublisher(
-            js,
+            self._nc,
             EVENTS_STREAM,
             ack_timeout_s=self.options.ack_timeout_s,
             chain=chain,
@@ -574,9 +572,9 @@ class Bridge:
     async def _forward_loop(self, reader: InOrderReader) -> None:
         """Forward decisions in stream order to ``XCE_CTL_DECISIONS``; acknowledge
         each batch (``AckPolicy.ALL``) once its forwards are stored."""
-        assert self._js is not None
+        assert self._js is not None and self._nc is not None
         forward = ChainedPublisher(
-            self._js,
+            self._nc,
             CTL_DECISIONS_STREAM,
             ack_timeout_s=self.options.ack_timeout_s,
             chain=await last_msg_id(self._js, CTL_DECISIONS_STREAM),

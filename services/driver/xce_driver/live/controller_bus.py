@@ -21,6 +21,7 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
+from nats.aio.client import Client as NatsClient
 from nats.aio.msg import Msg
 from nats.errors import Error as NatsError
 from nats.js import JetStreamContext
@@ -30,7 +31,7 @@ from nats.js.api import (
     StreamConfig,
     StreamInfo,
 )
-from nats.js.errors import APIError, BadRequestError, NotFoundError
+from nats.js.errors import BadRequestError, NotFoundError
 from xce_schemas.bus import MSG_ID_HEADER
 from xce_schemas.controller import (
     CTL_DECISIONS_DUPLICATE_WINDOW_S,
@@ -47,8 +48,8 @@ log = logging.getLogger("xce_driver.live.controller_bus")
 
 #: The JetStream header that makes the stream check the id of its last message.
 EXPECTED_LAST_MSG_ID_HEADER = "Nats-Expected-Last-Msg-Id"
-#: JetStream's error code for "wrong last msg ID" (the check above failed).
-WRONG_LAST_MSG_ID = 10070
+#: The JetStream header that makes the server check which stream stores a message.
+EXPECTED_STREAM_HEADER = "Nats-Expected-Stream"
 #: Longest wait between two tries of a publish that failed, s.
 MAX_RETRY_DELAY_S = 1.0
 
@@ -241,103 +242,74 @@ class ChainedPublisher:
 
     Each message carries its ``Nats-Msg-Id`` and ``Nats-Expected-Last-Msg-Id``
     naming the message before it, so the stream takes message *n* only right after
-    message *n - 1*: when a publish is lost (the server restarted, the connection
-    dropped), the ones after it are refused too, and ``publish`` sends again from the
-    first one not acknowledged, with the same ids; JetStream drops those it already
-    has (duplicate detection comes before the order check). When the order check
-    fails right after an acknowledged message, something else wrote to the stream:
+    message *n - 1*. The chain is what makes one acknowledgement enough: only the
+    last message of a window asks for one (the others are sent without a reply
+    subject), and when it is stored every message before it is. When it is not (a
+    publish was lost, the server restarted, the connection dropped), the messages
+    after the lost one were refused too: ``publish`` reads the stream's last
+    message, counts what is in up to it, and sends again from the first one that is
+    not, with the same ids; JetStream drops those it already has (duplicate
+    detection comes before the order check). When the stream's last message is
+    neither the chain's nor one of the batch, something else wrote to the stream:
     it logs that and goes on after it.
 
     Args:
-        js: a JetStream context.
+        nc: the connected client the messages go through.
         stream: the stream's name.
-        ack_timeout_s: how long to wait for acknowledgements before sending again, s.
+        ack_timeout_s: how long to wait for a window's acknowledgement before
+            sending again, s.
         chain: the id of the stream's last message (None: no check on the first).
         on_retry: called once per failed try (e.g. a metric).
+        window: most messages sent before waiting for the acknowledgement (≥ 1).
     """
 
     def __init__(
         self,
-        js: JetStreamContext,
+        nc: NatsClient,
         stream: str,
         *,
         ack_timeout_s: float,
         chain: str | None = None,
         on_retry: Callable[[], None] = lambda: None,
+        window: int = 1024,
     ) -> None:
-        self._js = js
+        if window < 1:
+            raise ValueError(f"window must be 1 or more, not {window}")
+        self._nc = nc
+        self._js = nc.jetstream()
         self.stream = stream
         self._ack_timeout = ack_timeout_s
         self.chain = chain
         self._on_retry = on_retry
+        self._window = window
         #: Give up after this many seconds of failures (None: never); set when stopping.
         self.give_up_after_s: float | None = None
 
     async def publish(self, batch: Sequence[Outgoing], confirm: Callable[[Outgoing], None]) -> int:
-        """Put ``batch`` on the stream in order, calling ``confirm`` for each one as
-        soon as it is in; retries from the first one not acknowledged.
+        """Put ``batch`` on the stream in order, calling ``confirm`` for each one, in
+        order, once it is in; retries from the first one not in.
 
         Returns:
             How many were put (fewer than ``len(batch)`` only once
             ``give_up_after_s`` of failures passed).
         """
-        js = self._js
         pos = 0
         delay = 0.05
         give_up_at: float | None = None
         while pos < len(batch):
-            futures: list[asyncio.Future[PubAck]] = []
-            failure: BaseException | None = None
-            previous = self.chain
-            try:
-                for item in batch[pos:]:
-                    headers = {**item.headers, MSG_ID_HEADER: item.msg_id}
-                    if previous is not None:
-                        headers[EXPECTED_LAST_MSG_ID_HEADER] = previous
-                    previous = item.msg_id
-                    futures.append(
-                        await js.publish_async(
-                            item.subject, item.data, stream=self.stream, headers=headers
-                        )
-                    )
-            except NatsError as exc:  # not connected and the client's buffer is full
-                failure = exc
-            if futures:
-                await asyncio.wait(futures, timeout=self._ack_timeout)
-            first_failed = pos
-            for future in futures:
-                if not future.done():
-                    failure = failure or TimeoutError(
-                        f"no acknowledgement in {self._ack_timeout} s"
-                    )
-                    break
-                error = future.exception()
-                if error is not None:
-                    failure = error
-                    break
-                self.chain = batch[pos].msg_id
-                confirm(batch[pos])
-                pos += 1
-            for future in futures:
-                if not future.done():
-                    future.cancel()
-                elif not future.cancelled():
-                    future.exception()  # retrieved: no "never retrieved" warning
-            if pos == len(batch):
-                return pos
-            if (
-                isinstance(failure, APIError)
-                and failure.err_code == WRONG_LAST_MSG_ID
-                and pos == first_failed
-            ):
-                # The message before it is in the stream, yet is not its last one:
-                # someone else published. Go on after whatever is there.
-                log.warning("another publisher wrote to %s; going on after it", self.stream)
-                self.chain = None
+            end = min(len(batch), pos + self._window)
+            failure = await self._send(batch[pos:end])
+            if failure is None:
+                for item in batch[pos:end]:
+                    confirm(item)
+                self.chain = batch[end - 1].msg_id
+                pos = end
                 continue
-            pos = await self._resync(batch, pos, confirm)
-            if pos == len(batch):
-                return pos
+            chain = self.chain
+            resynced = await self._resync(batch, pos, confirm)
+            if resynced > pos or self.chain != chain:
+                pos = resynced  # progress, or another publisher's message: go on at once
+                continue
             self._on_retry()
             log.warning(
                 "publish of %s to %s failed (%s); retrying in %.2f s",
@@ -354,6 +326,37 @@ class ChainedPublisher:
             await asyncio.sleep(delay)
             delay = min(delay * 2, 2.0)
         return pos
+
+    async def _send(self, window: Sequence[Outgoing]) -> NatsError | None:
+        """Send ``window`` chained after ``self.chain``, the last one as a request for
+        the stream's acknowledgement; None when it came, else why not (the server's
+        refusal, a timeout, no connection)."""
+        previous = self.chain
+        try:
+            for item in window[:-1]:
+                await self._nc.publish(
+                    item.subject, item.data, headers=self._headers(item, previous)
+                )
+                previous = item.msg_id
+            last = window[-1]
+            # A request, not publish_async: nats-py 2.x loses a refusal sent to an
+            # async publish (it raises inside the reply handler), leaving the future
+            # to time out.
+            await self._js.publish(
+                last.subject,
+                last.data,
+                timeout=self._ack_timeout,
+                headers=self._headers(last, previous),
+            )
+        except NatsError as exc:
+            return exc
+        return None
+
+    def _headers(self, item: Outgoing, previous: str | None) -> dict[str, str]:
+        headers = {**item.headers, MSG_ID_HEADER: item.msg_id, EXPECTED_STREAM_HEADER: self.stream}
+        if previous is not None:
+            headers[EXPECTED_LAST_MSG_ID_HEADER] = previous
+        return headers
 
     async def _resync(
         self, batch: Sequence[Outgoing], pos: int, confirm: Callable[[Outgoing], None]

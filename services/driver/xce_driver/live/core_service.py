@@ -1,18 +1,28 @@
 """The core service: ``XCE_EVENTS`` → ``SchedCore`` → ``XCE_DECISIONS``, checkpoints in Redis.
 
-For each event, in stream order, through a durable pull consumer:
+Events come in stream order through a durable pull consumer, a fetched batch
+at a time:
 
-1. decode and validate it (``xce_schemas``); a malformed event, or one the core
-   rejects, goes to ``xce.deadletter.core`` with the reason (DESIGN invariant 5);
-2. push it into the core, collecting its decisions;
-3. publish each decision on ``xce.decisions.<OP>``, waiting for the stream's
-   acknowledgement, with ``Nats-Msg-Id = decision_msg_id(event seq, index)``;
-4. acknowledge the event;
-5. every ``snapshot_every`` events or ``snapshot_seconds`` s, write a checkpoint
-   (``CoreCheckpoint``: the last event's sequence and ``save_snapshot(core)``) to
-   Redis in one ``SET``;
-6. after a ``BEGIN_ROUND``, write the ``CoreStatus`` hash ``xce:core:status`` (last
-   round, job counts, lag) that the admin API shows.
+1. each event is decoded and validated (``xce_schemas``) and pushed into the
+   core, its decisions collected; a malformed event, or one the core rejects, is
+   noted for ``xce.deadletter.core`` with the reason (DESIGN invariant 5);
+2. at the batch's end (a *flush*; earlier where a checkpoint or a recording
+   command falls due inside it) the batch's decisions go to ``xce.decisions.<OP>``
+   pipelined, with ``Nats-Msg-Id = decision_msg_id(event seq, index)``, each
+   chained to the one before it (``Nats-Expected-Last-Msg-Id``, see
+   ``controller_bus.ChainedPublisher``), and the flush waits until the stream has
+   every one; then the dead letters;
+3. then the batch's last delivery is acknowledged (``AckPolicy.ALL``: one
+   acknowledgement covers the batch);
+4. every ``snapshot_every`` events or ``snapshot_seconds`` s, a checkpoint
+   (``CoreCheckpoint``: the last event's sequence and ``save_snapshot(core)``) is
+   written to Redis in one ``SET``;
+5. after a batch with a ``BEGIN_ROUND``, the ``CoreStatus`` hash
+   ``xce:core:status`` (last round, job counts, lag) that the admin API shows.
+
+Batching changes no decision (the core sees the same events in the same order);
+it takes the waits for acknowledgements off each event (one round trip per batch
+instead of one per decision and one per event).
 
 **Exactly the uninterrupted decision stream after a crash.** A restarted service
 loads the checkpoint (sequence S; none: a fresh core, S = 0) and recreates its
@@ -20,10 +30,10 @@ consumer at S + 1, so it handles again every event after S, from exactly the sta
 after S (snapshot fidelity, DESIGN invariant 2): the same decisions, the same ids.
 A checkpoint is written only after the decisions of every event it covers are on
 the stream, so nothing before S is missing. Of the re-handled events' decisions,
-those already on the stream are not published again: decisions are published one
-at a time in (event seq, index) order, so the stream holds every decision up to
-its last one, whose id the service reads at start (the *watermark*) and skips up
-to. The ids also make JetStream drop any duplicate within the duplicate window
+those already on the stream are not published again: the chain makes the stream
+take decision *n* only right after decision *n - 1*, so it holds every decision up
+to its last one, whose id the service reads at start (the *watermark*) and skips
+up to. The ids also make JetStream drop any duplicate within the duplicate window
 (e.g. a publish acknowledged by the server whose acknowledgement was lost).
 Acknowledgements only tell the server what to deliver next; a lost one makes it
 redeliver an event, which the service recognizes by its sequence and skips.
@@ -60,7 +70,7 @@ import signal
 import sys
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import orjson
 import redis.asyncio as aioredis
@@ -104,6 +114,7 @@ from xce_schemas.bus import (
 from xce_schemas.errors import describe
 
 from xce_driver.live.connection import connect_nats
+from xce_driver.live.controller_bus import ChainedPublisher, Outgoing, last_msg_id
 from xce_driver.live.metrics import CoreMetrics
 from xce_driver.live.options import LOG_LEVELS, log_level, port, redis_url, seconds
 from xce_driver.live.record_stream import (
@@ -112,6 +123,7 @@ from xce_driver.live.record_stream import (
     read_record_watermark,
 )
 from xce_driver.live.streams import DECISIONS_DUPLICATE_WINDOW_S, ensure_streams
+from xce_driver.live.tasks import cancel_and_wait
 from xce_driver.plugins import load_registry
 
 log = logging.getLogger("xce_driver.live.core_service")
@@ -122,9 +134,35 @@ log = logging.getLogger("xce_driver.live.core_service")
 #: message.
 FAULT_POINTS = ("decision", "ack", "checkpoint", "checkpointed", "record")
 
+#: How long a stopping service still tries to store the decisions of the events it
+#: took, s (a bus that is gone is not waited for long).
+STOP_GRACE_S = 5.0
+
 
 class CheckpointError(ValueError):
     """The checkpoint in Redis cannot be used; the message names the key and why."""
+
+
+@dataclass
+class _Batch:
+    """Events taken into the core whose outcome is not flushed yet."""
+
+    #: Their decisions, in (event seq, index) order, not yet on ``XCE_DECISIONS``.
+    decisions: list[Outgoing] = field(default_factory=list)
+    #: ``(subject, data, seq, reason)`` of each event rejected.
+    letters: list[tuple[str, bytes, int, str]] = field(default_factory=list)
+    #: How many events were taken.
+    events: int = 0
+    #: The ``ts`` of the last ``BEGIN_ROUND`` taken (None: none).
+    round_ts: int | None = None
+    #: The delivery of the highest stream sequence seen, and that sequence.
+    last: Msg | None = None
+    last_seq: int = 0
+
+    def delivered(self, msg: Msg, seq: int) -> None:
+        """Note a delivery to acknowledge at the flush (the highest one covers all)."""
+        if seq > self.last_seq:
+            self.last, self.last_seq = msg, seq
 
 
 @dataclass
@@ -249,6 +287,7 @@ class CoreService:
         #: The stream sequence the last checkpoint covers.
         self.checkpoint_seq = 0
         self._watermark: tuple[int, int] | None = None
+        self._decisions_out: ChainedPublisher | None = None
         self._round_s = 0.0  # wall time of the last round, s
         self._last_checkpoint = time.monotonic()
         self._checkpoint_written = True  # the last try was written (or none was made)
@@ -293,6 +332,13 @@ class CoreService:
             await ensure_record_stream(self._js)
             await self._restore()
             self._watermark = await self._read_watermark()
+            self._decisions_out = ChainedPublisher(
+                nc,
+                DECISIONS_STREAM,
+                ack_timeout_s=self.options.ack_wait_s,
+                chain=await last_msg_id(self._js, DECISIONS_STREAM),
+                on_retry=self.metrics.publish_retries.inc,
+            )
             self.record.watermark = await read_record_watermark(self._js)
             await self._record_transitions()
             await nc.subscribe(CORE_RECORD_SUBJECT, cb=self._on_record_command)
@@ -307,8 +353,10 @@ class CoreService:
                 await nc.close()
 
     def stop(self) -> None:
-        """Ask ``run`` to return once the event at hand is done."""
+        """Ask ``run`` to return once the events at hand are done."""
         self._stop.set()
+        if self._decisions_out is not None:
+            self._decisions_out.give_up_after_s = STOP_GRACE_S
 
     async def _nats_disconnected(self) -> None:
         if not self._stop.is_set():  # closing on purpose disconnects too
@@ -410,7 +458,7 @@ class CoreService:
             durable_name=durable,
             deliver_policy=DeliverPolicy.BY_START_SEQUENCE,
             opt_start_seq=self.seq + 1,
-            ack_policy=AckPolicy.EXPLICIT,
+            ack_policy=AckPolicy.ALL,
             ack_wait=self.options.ack_wait_s,
             filter_subject=EVENTS_SUBJECTS,
             max_ack_pending=max(1000, self.options.fetch_batch),
@@ -432,11 +480,9 @@ class CoreService:
                 log.warning("fetch failed (%s); retrying", exc)
                 await self._pause(options.fetch_timeout_s)
                 continue
-            for msg in msgs:
-                if self._stop.is_set():
-                    break  # not acknowledged: a restart starts after the checkpoint
+            if msgs:
                 async with self._busy:
-                    await self._handle(msg)
+                    await self._handle(msgs)
             if self._checkpoint_due():
                 async with self._busy:
                     await self._checkpoint()
@@ -445,20 +491,30 @@ class CoreService:
         with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(self._stop.wait(), seconds)
 
-    async def _handle(self, msg: Msg) -> None:
-        metadata = msg.metadata
-        seq = metadata.sequence.stream
-        if seq <= self.seq:  # a redelivery of an event already handled
-            await msg.ack()
-            return
-        # A delivery lost in transit (a NATS restart) comes back only after the ack
-        # wait, behind later ones: take the events in between from the stream first,
-        # in order, so none is skipped (their own redeliveries are acked as repeats).
-        while self.seq + 1 < seq:
-            await self._take_missing(self.seq + 1)
-        await self._take(seq, msg.subject, msg.data, msg)
+    async def _handle(self, msgs: Sequence[Msg]) -> None:
+        """Handle a fetched batch of deliveries: each event in order into the core,
+        then its outcome flushed (see ``_flush``) at the batch's end, or earlier
+        where a checkpoint or a recording command falls due inside it."""
+        batch = _Batch()
+        for msg in msgs:
+            if self._stop.is_set():
+                break  # not acknowledged: a restart starts after the checkpoint
+            seq = msg.metadata.sequence.stream
+            batch.delivered(msg, seq)
+            if seq <= self.seq:  # a redelivery of an event already handled
+                continue
+            # A delivery lost in transit (a NATS restart) comes back only after the ack
+            # wait, behind later ones: take the events in between from the stream
+            # first, in order, so none is skipped.
+            while self.seq + 1 < seq:
+                await self._take_missing(self.seq + 1, batch)
+            await self._take(seq, msg.subject, msg.data, batch)
+            if self._flush_due():
+                await self._flush(batch)
+                batch = _Batch()
+        await self._flush(batch)
 
-    async def _take_missing(self, seq: int) -> None:
+    async def _take_missing(self, seq: int, batch: _Batch) -> None:
         """Take event ``seq`` straight from ``XCE_EVENTS`` (it was not delivered in
         order); a message no longer in the stream is skipped with a warning."""
         assert self._js is not None
@@ -469,38 +525,83 @@ class CoreService:
             self.seq = seq
             return
         log.info("event seq %d taken from the stream (its delivery came late)", seq)
-        await self._take(seq, stored.subject or "", stored.data or b"", None)
+        await self._take(seq, stored.subject or "", stored.data or b"", batch)
 
-    async def _take(self, seq: int, subject: str, data: bytes, msg: Msg | None) -> None:
-        """Handle event ``seq``: the core's decisions published, the recording fed,
-        the delivery ``msg`` (if any) acknowledged, then status and checkpoint."""
+    async def _take(self, seq: int, subject: str, data: bytes, batch: _Batch) -> None:
+        """Push event ``seq`` into the core; its decisions and dead letter wait in
+        ``batch`` for the flush. A recording on gets the event's lines at once: its
+        snapshots are of the core right after this event."""
         event = decode_event(subject, data)
         self._out.clear()
         reason = event if isinstance(event, str) else self._apply(event)
+        mark = self._watermark
         for index, decision in enumerate(self._out):
-            await self._publish_decision(seq, index, decision)
-        if reason is None and not isinstance(event, str) and self.record.on:
-            await self.record.event(self.core, seq, event, self._out)
+            if mark is not None and (seq, index) <= mark:
+                self.metrics.decisions_skipped.inc()
+                continue
+            batch.decisions.append(
+                Outgoing(
+                    decision_subject(decision.op),
+                    decision.model_dump_json().encode(),
+                    decision_msg_id(seq, index),
+                    tag=decision.op,
+                )
+            )
         if reason is not None:
-            await self._dead_letter(subject, data, seq, reason)
-        if msg is not None:
-            self._fault("ack")
-            await msg.ack()
+            batch.letters.append((subject, data, seq, reason))
+        elif not isinstance(event, str):
+            if self.record.on:
+                await self.record.event(self.core, seq, event, self._out)
+            if event.type == "BEGIN_ROUND":
+                batch.round_ts = event.ts
+        batch.events += 1
         self.seq = seq
-        self.metrics.events.inc()
-        self.metrics.events_seq.set(seq)
-        if msg is not None:
-            metadata = msg.metadata
+
+    def _flush_due(self) -> bool:
+        """Whether the events taken so far must be flushed before the next one: a
+        checkpoint is due, or a recording start or stop takes effect here."""
+        seq = self.seq
+        if self._count_checkpoint_due():
+            return True
+        if self._commands and self._commands[0].at <= seq:
+            return True
+        doc = self._recording
+        return doc is not None and seq in (doc.start_seq, doc.end_seq)
+
+    async def _flush(self, batch: _Batch) -> None:
+        """Make the events taken durable, in this order: their decisions on
+        ``XCE_DECISIONS`` (pipelined and chained, so none overtakes another and the
+        stream's last id stays the watermark), their dead letters, the
+        acknowledgement of the batch's last delivery (``AckPolicy.ALL``: it covers
+        every one before), then the status, the recording commands now due and the
+        checkpoint when one is due.
+
+        Raises:
+            nats.errors.Error: stopping, and the decisions could not be stored within
+                ``STOP_GRACE_S``; nothing is acknowledged, no checkpoint is written.
+        """
+        if batch.decisions:
+            assert self._decisions_out is not None
+            stored = await self._decisions_out.publish(batch.decisions, self._decision_stored)
+            if stored < len(batch.decisions):
+                raise NatsError(f"decisions up to event seq {self.seq} not stored before stopping")
+        for subject, data, seq, reason in batch.letters:
+            await self._dead_letter(subject, data, seq, reason)
+        last = batch.last
+        if last is not None:
+            for _ in range(batch.events):
+                self._fault("ack")
+            with contextlib.suppress(NatsError):  # a lost acknowledgement: redelivered
+                await last.ack()
+            metadata = last.metadata
             self.metrics.events_waiting.set(metadata.num_pending)
             self.metrics.event_lag.set(max(0.0, time.time() - metadata.timestamp.timestamp()))
-        if not isinstance(event, str) and event.type == "BEGIN_ROUND":
-            await self._publish_status(event.ts)
+        self.metrics.events.inc(batch.events)
+        self.metrics.events_seq.set(self.seq)
+        if batch.round_ts is not None:
+            await self._publish_status(batch.round_ts)
         await self._record_transitions()
-        if self.seq - self.checkpoint_seq >= self.options.snapshot_every and (
-            self._checkpoint_written or self._checkpoint_due()
-        ):
-            # After a failed write (Redis down) the next try waits --snapshot-seconds:
-            # a full snapshot per event would stall the events meanwhile.
+        if self._count_checkpoint_due():
             await self._checkpoint()
 
     async def _publish_status(self, round_ts: int) -> None:
@@ -550,17 +651,8 @@ class CoreService:
 
     # --- publishing --------------------------------------------------------------------
 
-    async def _publish_decision(self, seq: int, index: int, decision: Decision) -> None:
-        if self._watermark is not None and (seq, index) <= self._watermark:
-            self.metrics.decisions_skipped.inc()
-            return
-        await self._publish(
-            decision_subject(decision.op),
-            decision.model_dump_json().encode(),
-            DECISIONS_STREAM,
-            decision_msg_id(seq, index),
-        )
-        self.metrics.decisions.labels(decision.op).inc()
+    def _decision_stored(self, item: Outgoing) -> None:
+        self.metrics.decisions.labels(str(item.tag)).inc()
         self._fault("decision")
 
     async def _dead_letter(self, subject: str, data: bytes, seq: int, reason: str) -> None:
@@ -667,9 +759,7 @@ class CoreService:
         if not tasks:
             return
         _done, pending = await asyncio.wait(tasks, timeout=1.0)
-        for task in pending:
-            task.cancel()
-        await asyncio.gather(*pending, return_exceptions=True)
+        await cancel_and_wait(*pending)
 
     def _refuse_commands(self, why: str) -> None:
         for pending in self._commands:
@@ -780,6 +870,14 @@ class CoreService:
             await self._pause(0.5)
 
     # --- checkpoints -------------------------------------------------------------------
+
+    def _count_checkpoint_due(self) -> bool:
+        """``snapshot_every`` events since the last checkpoint. After a failed write
+        (Redis down) the next try waits ``snapshot_seconds``: a full snapshot per
+        event would stall the events meanwhile."""
+        return self.seq - self.checkpoint_seq >= self.options.snapshot_every and (
+            self._checkpoint_written or self._checkpoint_due()
+        )
 
     def _checkpoint_due(self) -> bool:
         waited = time.monotonic() - self._last_checkpoint

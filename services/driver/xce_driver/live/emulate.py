@@ -90,6 +90,7 @@ from xce_driver.live.controller_bus import (
     ensure_ctl_streams,
     publish_until_acked,
 )
+from xce_driver.live.tasks import cancel_and_wait
 from xce_driver.workloads.mapping import SimJob
 
 log = logging.getLogger("xce_driver.live.emulate")
@@ -187,17 +188,17 @@ class LiveEmulator(Workload):
                 finished = True
             except TimeoutError:
                 finished = False
-            submitter.cancel()
-            receiver.cancel()
-            watchdog.cancel()
+            await cancel_and_wait(submitter, receiver, watchdog)
             for handle in self._timers.values():
                 handle.cancel()
             # Everything reported is sent (bounded when the run gave up: NATS may be gone).
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self._outbox.join(), None if finished else SEND_GRACE_S)
-            sender.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await asyncio.gather(submitter, sender, receiver, watchdog)
+            await cancel_and_wait(sender)
+            # A task that failed before it was cancelled raises its error here.
+            await asyncio.gather(
+                *(task for task in (submitter, sender, receiver, watchdog) if not task.cancelled())
+            )
             return finished
         finally:
             with contextlib.suppress(NatsError, TimeoutError):

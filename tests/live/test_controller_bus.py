@@ -1,0 +1,134 @@
+"""``ChainedPublisher`` against a real JetStream: order, one acknowledgement per
+window, a prefix already stored, another publisher, a message the stream refuses."""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+from typing import Any
+
+import nats
+import pytest
+from nats.aio.client import Client as NatsClient
+from nats.js.api import StreamConfig
+from nats.js.errors import NotFoundError
+from xce_driver.live.controller_bus import ChainedPublisher, Outgoing
+
+from tests.live.helpers import Stored, read_stream, run
+
+STREAM = "TEST_CHAIN"
+
+
+def outgoing(count: int, start: int = 0, size: int = 8) -> list[Outgoing]:
+    return [
+        Outgoing(f"test.chain.{i % 3}", str(i).zfill(size).encode(), f"m{i}")
+        for i in range(start, start + count)
+    ]
+
+
+async def fresh_stream(nc: NatsClient, **config: Any) -> None:
+    js = nc.jetstream()
+    with contextlib.suppress(NotFoundError):
+        await js.delete_stream(STREAM)
+    await js.add_stream(StreamConfig(name=STREAM, subjects=["test.chain.>"], **config))
+
+
+def ids_on(stored: list[Stored]) -> list[str | None]:
+    return [message.msg_id for message in stored]
+
+
+def test_a_batch_larger_than_the_window_is_stored_in_order_and_confirmed_in_order(
+    nats_url: str,
+) -> None:
+    async def go() -> tuple[list[str], int, list[Stored]]:
+        nc = await nats.connect(nats_url)
+        await fresh_stream(nc)
+        publisher = ChainedPublisher(nc, STREAM, ack_timeout_s=5, window=100)
+        confirmed: list[str] = []
+        put = await publisher.publish(outgoing(250), lambda item: confirmed.append(item.msg_id))
+        stored = await read_stream(nc.jetstream(), STREAM)
+        await nc.close()
+        return confirmed, put, stored
+
+    confirmed, put, stored = run(go())
+    expected = [f"m{i}" for i in range(250)]
+    assert put == 250
+    assert confirmed == expected
+    assert ids_on(stored) == expected
+    assert [message.data for message in stored] == [str(i).zfill(8).encode() for i in range(250)]
+
+
+def test_a_prefix_already_stored_is_not_stored_twice(nats_url: str) -> None:
+    """As after an acknowledgement lost: the first 40 of the batch are in already."""
+
+    async def go() -> list[Stored]:
+        nc = await nats.connect(nats_url)
+        await fresh_stream(nc, duplicate_window=60.0)
+        batch = outgoing(100)
+        await ChainedPublisher(nc, STREAM, ack_timeout_s=5).publish(batch[:40], lambda _: None)
+        again = ChainedPublisher(nc, STREAM, ack_timeout_s=5, window=30)
+        assert await again.publish(batch, lambda _: None) == 100
+        stored = await read_stream(nc.jetstream(), STREAM)
+        await nc.close()
+        return stored
+
+    assert ids_on(run(go())) == [f"m{i}" for i in range(100)]
+
+
+def test_another_publisher_is_logged_and_the_batch_goes_on_after_it(
+    nats_url: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    async def go() -> list[Stored]:
+        nc = await nats.connect(nats_url)
+        await fresh_stream(nc)
+        publisher = ChainedPublisher(nc, STREAM, ack_timeout_s=5)
+        await publisher.publish(outgoing(5), lambda _: None)
+        await nc.jetstream().publish("test.chain.x", b"stray", headers={"Nats-Msg-Id": "stray"})
+        assert await publisher.publish(outgoing(5, start=5), lambda _: None) == 5
+        stored = await read_stream(nc.jetstream(), STREAM)
+        await nc.close()
+        return stored
+
+    with caplog.at_level(logging.WARNING, logger="xce_driver.live.controller_bus"):
+        stored = run(go())
+    assert ids_on(stored) == [
+        *(f"m{i}" for i in range(5)),
+        "stray",
+        *(f"m{i}" for i in range(5, 10)),
+    ]
+    assert "another publisher wrote to TEST_CHAIN" in caplog.text
+
+
+def test_a_message_the_stream_refuses_stops_the_chain_right_before_it(nats_url: str) -> None:
+    """The stream takes none after a refused message (each names the one before it):
+    no gap. A stopping publisher gives up and says how many are in."""
+
+    async def go() -> tuple[int, list[str], list[Stored]]:
+        nc = await nats.connect(nats_url)
+        await fresh_stream(nc, max_msg_size=1024)
+        batch = outgoing(20)
+        batch[12] = Outgoing("test.chain.big", b"x" * 2000, "m12")
+        publisher = ChainedPublisher(nc, STREAM, ack_timeout_s=5)
+        publisher.give_up_after_s = 0.3
+        confirmed: list[str] = []
+        put = await publisher.publish(batch, lambda item: confirmed.append(item.msg_id))
+        stored = await read_stream(nc.jetstream(), STREAM)
+        await nc.close()
+        return put, confirmed, stored
+
+    put, confirmed, stored = run(go())
+    assert put == 12
+    assert confirmed == [f"m{i}" for i in range(12)]
+    assert ids_on(stored) == confirmed
+
+
+def test_a_window_below_one_is_refused(nats_url: str) -> None:
+    async def go() -> None:
+        nc = await nats.connect(nats_url)
+        try:
+            with pytest.raises(ValueError, match="window must be 1 or more"):
+                ChainedPublisher(nc, STREAM, ack_timeout_s=1, window=0)
+        finally:
+            await nc.close()
+
+    run(go())
