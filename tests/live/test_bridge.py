@@ -30,9 +30,10 @@ import orjson
 import pytest
 from nats.aio.msg import Msg
 from nats.js import JetStreamContext
+from nats.js.api import AckPolicy, ConsumerConfig
 from xce_core.core import SchedCore
 from xce_driver.live.bridge import Bridge, BridgeOptions, decode_ctl
-from xce_driver.live.controller_bus import Delivered
+from xce_driver.live.controller_bus import Delivered, ensure_ctl_streams
 from xce_driver.live.core_service import CoreService, CoreServiceOptions
 from xce_driver.live.emulate import LiveEmulator
 from xce_driver.workloads.mapping import SimJob
@@ -727,3 +728,48 @@ def test_a_stray_message_on_the_event_stream_does_not_wedge_a_running_bridge(
     assert [event.payload.jobid for event in ours] == list(range(6))  # type: ignore[union-attr]
     ts = [event.ts for event in ours]
     assert ts == sorted(ts)
+
+
+def test_a_controller_consumer_of_an_earlier_version_is_made_anew_at_its_position(
+    bus: tuple[str, str],
+) -> None:
+    """A consumer with explicit acknowledgements (an earlier bridge's), four messages
+    done: the bridge replaces it with an ``AckPolicy.ALL`` one from message 5, and
+    one acknowledgement then covers all the rest."""
+    nats_url, _ = bus
+    job = b'{"jobid": %d, "state": "DONE"}'
+
+    async def go() -> tuple[list[Stored], AckPolicy, int]:
+        async with connected(nats_url) as js:
+            await ensure_ctl_streams(js)
+            await js.add_consumer(
+                CTL_STREAM,
+                ConsumerConfig(durable_name=BRIDGE_CTL_DURABLE, ack_policy=AckPolicy.EXPLICIT),
+            )
+            for jobid in range(10):
+                await js.publish(ctl_subject("job_state"), job % jobid, stream=CTL_STREAM)
+            old = await js.pull_subscribe_bind(durable=BRIDGE_CTL_DURABLE, stream=CTL_STREAM)
+            for msg in await old.fetch(4, timeout=5):
+                await msg.ack_sync()
+            await old.unsubscribe()
+            bridge = Bridge(BridgeOptions(nats_url=nats_url, round_interval_s=3600))
+            task = asyncio.create_task(bridge.run())
+
+            async def acked() -> bool:
+                if task.done():
+                    task.result()
+                info = await js.consumer_info(CTL_STREAM, BRIDGE_CTL_DURABLE)
+                return bool(bridge.published >= 6 and info.ack_floor.stream_seq == 10)
+
+            await wait_until(acked, "messages 5-10 as events, acknowledged")
+            bridge.stop()
+            await task
+            info = await js.consumer_info(CTL_STREAM, BRIDGE_CTL_DURABLE)
+            stored = await read_stream(js, EVENTS_STREAM)
+            return stored, info.config.ack_policy, bridge.published
+
+    stored, policy, published = run(go())
+    assert policy == AckPolicy.ALL
+    assert published == 6
+    jobids = [e.payload.jobid for e in events_of(stored) if e.type == "JOB_STATE_CHANGE"]
+    assert jobids == list(range(4, 10))

@@ -22,7 +22,7 @@ from nats.aio.msg import Msg
 from nats.js import JetStreamContext
 from xce_core.core import SchedCore
 from xce_core.snapshot import save_snapshot
-from xce_driver.live.core_service import CoreService, CoreServiceOptions, decode_event
+from xce_driver.live.core_service import CoreService, CoreServiceOptions, _Batch, decode_event
 from xce_driver.live.streams import ensure_streams
 from xce_schemas import CoreCheckpoint, DeadLetter, Decision, JobState, parse_decision
 from xce_schemas.bus import (
@@ -148,10 +148,10 @@ class LosesADelivery(CoreService):
 
     lost = False
 
-    async def _handle(self, msgs: Sequence[Msg]) -> None:
+    async def _handle(self, msgs: Sequence[Msg]) -> _Batch:
         kept = [msg for msg in msgs if msg.metadata.sequence.stream != 3 or self.lost]
         self.lost = self.lost or len(kept) < len(msgs)
-        await super()._handle(kept)
+        return await super()._handle(kept)
 
 
 def test_an_event_whose_delivery_is_lost_is_taken_in_order_not_skipped(

@@ -60,7 +60,7 @@ from nats.aio.client import Client as NatsClient
 from nats.aio.msg import Msg
 from nats.errors import Error as NatsError
 from nats.js import JetStreamContext
-from nats.js.api import AckPolicy, ConsumerConfig, DeliverPolicy
+from nats.js.api import AckPolicy, ConsumerConfig, ConsumerInfo, DeliverPolicy
 from nats.js.errors import NotFoundError
 from pydantic import ValidationError
 from xce_schemas import BeginRound, CoreEvent
@@ -378,26 +378,35 @@ class Bridge:
     # --- controller messages in --------------------------------------------------------
 
     async def _ctl_reader(self) -> InOrderReader:
-        """The bridge's durable consumer of ``XCE_CONTROLLER`` (explicit
-        acknowledgements, created at the first start), read from the controller
-        position: the later of the events' and the consumer's."""
+        """The bridge's durable consumer of ``XCE_CONTROLLER`` (``AckPolicy.ALL``: one
+        acknowledgement covers every message before it), read from the controller
+        position: the later of the events' and the consumer's. A consumer of an
+        earlier version with another acknowledgement policy is made anew there."""
         assert self._js is not None
         js, durable = self._js, self.options.ctl_durable
         stream = await js.stream_info(CTL_STREAM)
         self._ctl_epoch = stream_epoch(stream)
         from_events = await self._resume()
+        info: ConsumerInfo | None
         try:
             info = await js.consumer_info(CTL_STREAM, durable)
         except NotFoundError:
+            info = None
+        position = max(from_events, 0 if info is None else consumer_position(info, stream))
+        if info is not None and info.config.ack_policy != AckPolicy.ALL:
+            log.info("%s: consumer %s made anew with AckPolicy.ALL", CTL_STREAM, durable)
+            await js.delete_consumer(CTL_STREAM, durable)
+            info = None
+        if info is None:
             config = ConsumerConfig(
                 durable_name=durable,
-                deliver_policy=DeliverPolicy.ALL,
-                ack_policy=AckPolicy.EXPLICIT,
+                deliver_policy=DeliverPolicy.BY_START_SEQUENCE,
+                opt_start_seq=position + 1,
+                ack_policy=AckPolicy.ALL,
                 ack_wait=self.options.ctl_ack_wait_s,
                 max_ack_pending=CTL_MAX_ACK_PENDING,
             )
-            info = await js.add_consumer(CTL_STREAM, config)
-        position = max(from_events, consumer_position(info, stream))
+            await js.add_consumer(CTL_STREAM, config)
         self._ctl_taken = self._ctl_done = position
         sub = await js.pull_subscribe_bind(durable=durable, stream=CTL_STREAM)
         return InOrderReader(
@@ -485,10 +494,14 @@ class Bridge:
             await msg.ack()
 
     async def _ack_done(self) -> None:
-        """Acknowledge every controller message whose event the stream holds."""
+        """Acknowledge every controller message whose event the stream holds: the
+        last such delivery (``AckPolicy.ALL`` covers the ones before it)."""
         done = [seq for seq in self._ctl_acks if seq <= self._ctl_done]
-        for seq in done:
-            await self._ack(self._ctl_acks.pop(seq))
+        if done:
+            last = self._ctl_acks[max(done)]
+            for seq in done:
+                del self._ctl_acks[seq]
+            await self._ack(last)
 
     # --- rounds ------------------------------------------------------------------------
 

@@ -182,7 +182,9 @@ class CoreServiceOptions:
     Attributes:
         nats_url: NATS server URL(s), comma-separated.
         redis_url: Redis URL (``redis://host:port/db``).
-        snapshot_every: write a checkpoint after this many events (≥ 1).
+        snapshot_every: write a checkpoint after this many events (≥ 1). A checkpoint
+            of a 1,000-host cluster costs about 15 ms; a restart handles again at
+            most this many events (10,000: about a second).
         snapshot_seconds: ... or once this many seconds passed since the last one with
             events handled since, s (> 0).
         prng_seed: seed of a fresh core's PRNG (a checkpoint carries its own).
@@ -204,12 +206,12 @@ class CoreServiceOptions:
 
     nats_url: str = "nats://127.0.0.1:4222"
     redis_url: str = "redis://127.0.0.1:6379/0"
-    snapshot_every: int = 1000
+    snapshot_every: int = 10_000
     snapshot_seconds: float = 30.0
     prng_seed: int = 0
     durable: str = "xce-core"
     checkpoint_key: str = CORE_CHECKPOINT_KEY
-    fetch_batch: int = 64
+    fetch_batch: int = 256
     fetch_timeout_s: float = 0.5
     ack_wait_s: float = 60.0
     decisions_window_s: float = DECISIONS_DUPLICATE_WINDOW_S
@@ -470,31 +472,52 @@ class CoreService:
 
     async def _loop(self) -> None:
         sub = await self._subscribe()
+        fetching: asyncio.Task[list[Msg]] | None = None
+        try:
+            while not self._stop.is_set():
+                if fetching is None:
+                    fetching = asyncio.create_task(self._fetch(sub))
+                msgs = await fetching
+                fetching = None
+                if msgs:
+                    async with self._busy:
+                        batch = await self._handle(msgs)
+                        if not self._stop.is_set():
+                            # The next fetch's round trip overlaps this batch's flush.
+                            fetching = asyncio.create_task(self._fetch(sub))
+                        await self._flush(batch)
+                if self._checkpoint_due():
+                    async with self._busy:
+                        await self._checkpoint()
+        finally:
+            if fetching is not None:  # its events are delivered again to the next start
+                await cancel_and_wait(fetching)
+
+    async def _fetch(self, sub: JetStreamContext.PullSubscription) -> list[Msg]:
+        """The next deliveries (none within the fetch timeout, or after a failed
+        fetch, logged)."""
         options = self.options
-        while not self._stop.is_set():
-            try:
-                msgs = await sub.fetch(options.fetch_batch, timeout=options.fetch_timeout_s)
-            except TimeoutError:
-                msgs = []
-            except NatsError as exc:
-                log.warning("fetch failed (%s); retrying", exc)
-                await self._pause(options.fetch_timeout_s)
-                continue
-            if msgs:
-                async with self._busy:
-                    await self._handle(msgs)
-            if self._checkpoint_due():
-                async with self._busy:
-                    await self._checkpoint()
+        try:
+            return await sub.fetch(options.fetch_batch, timeout=options.fetch_timeout_s)
+        except TimeoutError:
+            return []
+        except NatsError as exc:
+            log.warning("fetch failed (%s); retrying", exc)
+            await self._pause(options.fetch_timeout_s)
+            return []
 
     async def _pause(self, seconds: float) -> None:
         with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(self._stop.wait(), seconds)
 
-    async def _handle(self, msgs: Sequence[Msg]) -> None:
-        """Handle a fetched batch of deliveries: each event in order into the core,
-        then its outcome flushed (see ``_flush``) at the batch's end, or earlier
-        where a checkpoint or a recording command falls due inside it."""
+    async def _handle(self, msgs: Sequence[Msg]) -> _Batch:
+        """Take a fetched batch of deliveries: each event in order into the core, its
+        outcome flushed (see ``_flush``) where a checkpoint or a recording command
+        falls due inside it.
+
+        Returns:
+            What is left to flush.
+        """
         batch = _Batch()
         for msg in msgs:
             if self._stop.is_set():
@@ -512,7 +535,7 @@ class CoreService:
             if self._flush_due():
                 await self._flush(batch)
                 batch = _Batch()
-        await self._flush(batch)
+        return batch
 
     async def _take_missing(self, seq: int, batch: _Batch) -> None:
         """Take event ``seq`` straight from ``XCE_EVENTS`` (it was not delivered in
@@ -945,7 +968,11 @@ def build_parser() -> argparse.ArgumentParser:
         "--redis", type=redis_url, default="redis://127.0.0.1:6379/0", help="Redis URL"
     )
     parser.add_argument(
-        "--snapshot-every", type=int, default=1000, metavar="N", help="checkpoint every N events"
+        "--snapshot-every",
+        type=int,
+        default=10_000,
+        metavar="N",
+        help="checkpoint every N events (default 10,000)",
     )
     parser.add_argument(
         "--snapshot-seconds",
