@@ -42,13 +42,14 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Iterator
+from collections.abc import Awaitable, Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import nats
 import orjson
 import psutil
+import redis.asyncio as aioredis
 from nats.aio.client import Client as NatsClient
 from nats.aio.msg import Msg
 from nats.js import JetStreamContext
@@ -56,7 +57,16 @@ from nats.js.api import AckPolicy, ConsumerConfig, StreamConfig
 from nats.js.errors import NotFoundError
 from rich.console import Console
 from rich.table import Table
-from xce_schemas.bus import EVENTS_STREAM
+from xce_driver.live.controller_bus import ensure_ctl_streams
+from xce_driver.live.streams import ensure_streams
+from xce_schemas import BeginRound, CoreEvent
+from xce_schemas.bus import DEADLETTER_STREAM, DECISIONS_STREAM, EVENTS_STREAM, event_subject
+from xce_schemas.controller import (
+    CTL_DECISIONS_STREAM,
+    CTL_STREAM,
+    parse_ctl_payload,
+    to_core_event,
+)
 
 try:
     from tests.live.servers import ServerProcess, nats_server, redis_server
@@ -297,6 +307,138 @@ async def raw_baseline(nats_url: str, rate: float, seconds: float) -> tuple[list
     return latencies, throughput
 
 
+#: Events (or controller messages) in each service's backlog for the "alone" runs.
+ALONE_EVENTS = 30_000
+
+
+def core_backlog(count: int) -> Iterator[CoreEvent]:
+    """Core events of the closed loop the controller plays: configuration and hosts,
+    then per round 50 submissions, ``BEGIN_ROUND`` (all 50 dispatched), their 50
+    DONE reports; ``count`` events or a few more (a round's DONEs are kept whole)."""
+    ts = 1_000_000_000
+
+    def event(kind: str, payload: object) -> CoreEvent:
+        nonlocal ts
+        ts += 1_000
+        return to_core_event(kind, parse_ctl_payload(kind, orjson.dumps(payload)), ts)
+
+    yield event("config", {"config": {"queues": [{"name": "normal", "priority": 30}]}})
+    yield event("hosts", {"hosts": [{"name": f"h{i:04d}", "slots": SLOTS} for i in range(HOSTS)]})
+    made, jobid = 2, 1
+    while made < count:
+        first = jobid
+        for jobid in range(first, first + 50):
+            yield event("jobs", {"jobs": [{"jobid": jobid, "queue": "normal"}]})
+        jobid += 1
+        ts += 1_000
+        yield BeginRound(ts=ts)
+        for done in range(first, jobid):
+            yield event("job_state", {"jobid": done, "state": "DONE"})
+        made += 101
+
+
+async def reset(nats_url: str, redis_url: str) -> NatsClient:
+    """Empty bus and Redis, the XCE streams made anew; a connected client."""
+    nc = await nats.connect(nats_url)
+    js = nc.jetstream()
+    for stream in (
+        EVENTS_STREAM,
+        DECISIONS_STREAM,
+        DEADLETTER_STREAM,
+        CTL_STREAM,
+        CTL_DECISIONS_STREAM,
+    ):
+        with contextlib.suppress(NotFoundError):
+            await js.delete_stream(stream)
+    client = aioredis.Redis.from_url(redis_url)
+    await client.flushdb()
+    await client.aclose()
+    await ensure_streams(js)
+    await ensure_ctl_streams(js)
+    return nc
+
+
+async def fill(js: JetStreamContext, messages: Iterator[tuple[str, bytes]]) -> int:
+    """Publish ``(subject, data)`` pipelined; how many."""
+    futures = [await js.publish_async(subject, data) for subject, data in messages]
+    await asyncio.gather(*futures)
+    return len(futures)
+
+
+async def timed(progress: Callable[[], Awaitable[int]], total: int) -> float:
+    """Rate (per s) from the first unit of ``progress`` to ``total``."""
+    t0 = 0.0
+    first = 0
+    deadline = time.monotonic() + 300
+    while (done := await progress()) < total:
+        if not t0 and done:
+            t0, first = time.perf_counter(), done
+        if time.monotonic() > deadline:
+            raise RuntimeError(f"stalled at {done} of {total}")
+        await asyncio.sleep(0.01)
+    return (total - first) / (time.perf_counter() - t0)
+
+
+def alone(nats_url: str, redis_url: str, logs: Path) -> tuple[float, float]:
+    """Each service alone on its backlog (the stream filled first, nothing else
+    running but the servers): the core service's events/s from ``XCE_EVENTS`` to
+    acknowledged with their decisions stored; the bridge's controller messages/s
+    from ``XCE_CONTROLLER`` to events stored."""
+
+    async def core() -> float:
+        nc = await reset(nats_url, redis_url)
+        js = nc.jetstream()
+        events = (
+            (event_subject(e.type), e.model_dump_json().encode())
+            for e in core_backlog(ALONE_EVENTS)
+        )
+        total = await fill(js, events)
+        with service(
+            logs, "core-alone", "xce_driver.live.core_service", nats_url, "--redis", redis_url
+        ):
+            rate = await timed(lambda: core_acked(js), total)
+        await nc.close()
+        return rate
+
+    async def bridge() -> float:
+        nc = await reset(nats_url, redis_url)
+        js = nc.jetstream()
+        messages = (
+            ("xce.ctl.jobs", b'{"jobs":[{"jobid":%d,"queue":"normal"}]}' % i)
+            if i % 2
+            else ("xce.ctl.job_state", b'{"jobid":%d,"state":"DONE"}' % (i - 1))
+            for i in range(1, ALONE_EVENTS + 1)
+        )
+        total = await fill(js, messages)
+        with service(
+            logs, "bridge-alone", "xce_driver.live.bridge", nats_url, "--round-interval", "3600"
+        ):
+            rate = await timed(lambda: stream_last(js), total)
+        await nc.close()
+        return rate
+
+    return asyncio.run(core()), asyncio.run(bridge())
+
+
+@contextlib.contextmanager
+def service(
+    logs: Path, name: str, module: str, nats_url: str, *argv: str
+) -> Iterator[subprocess.Popen[bytes]]:
+    """A service process (``python -m module --nats URL argv``), its output in
+    ``logs/name.log``; terminated at the end."""
+    with open(logs / f"{name}.log", "wb") as log:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", module, "--nats", nats_url, *argv],
+            stdout=log,
+            stderr=subprocess.STDOUT,
+        )
+    try:
+        yield proc
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)
+
+
 @contextlib.contextmanager
 def servers(workdir: Path) -> Iterator[tuple[str, str, dict[str, int]]]:
     nats_bin = shutil.which("nats-server", path=SEARCH_PATH)
@@ -338,27 +480,24 @@ def main(argv: list[str] | None = None) -> int:
     with tempfile.TemporaryDirectory(prefix="bench_live") as tmp, servers(Path(tmp)) as urls:
         nats_url, redis_url, pids = urls
         logs = Path(tmp)
-        procs = []
-        for name, command in (
-            ("core", ["xce_driver.live.core_service", "--redis", redis_url]),
-            ("bridge", ["xce_driver.live.bridge", "--round-interval", str(args.round_interval)]),
+        round_interval = str(args.round_interval)
+        with (
+            service(
+                logs, "core", "xce_driver.live.core_service", nats_url, "--redis", redis_url
+            ) as core,
+            service(
+                logs,
+                "bridge",
+                "xce_driver.live.bridge",
+                nats_url,
+                "--round-interval",
+                round_interval,
+            ) as bridge,
         ):
-            with open(logs / f"{name}.log", "wb") as log:
-                procs.append(
-                    subprocess.Popen(
-                        [sys.executable, "-m", command[0], "--nats", nats_url, *command[1:]],
-                        stdout=log,
-                        stderr=subprocess.STDOUT,
-                    )
-                )
-        try:
-            pids |= {name: proc.pid for name, proc in zip(("core", "bridge"), procs, strict=True)}
+            pids |= {"core": core.pid, "bridge": bridge.pid}
             ctl, steps = asyncio.run(live(nats_url, args, CpuMeter(pids)))
             raw, raw_rate = asyncio.run(raw_baseline(nats_url, args.latency_rate, 3.0))
-        finally:
-            for proc in procs:
-                proc.terminate()
-                proc.wait(timeout=30)
+        core_alone, bridge_alone = alone(nats_url, redis_url, logs)
     lag, dispatch, first = ctl.decision_lag_ms, ctl.dispatch_ms, ctl.session_lag_ms
     table = Table(title="bench_live: the live stack on this machine", show_header=False)
     table.add_column("figure", style="bold")
@@ -401,6 +540,12 @@ def main(argv: list[str] | None = None) -> int:
         )
     best = max((s.target for s in steps if s.sustained), default=0)
     rows.append(("highest sustained rate (bounded lag)", f"{best:,} events/s (target ≥ 10,000)"))
+    rows.append(
+        (
+            "each service alone (backlog of 30,000)",
+            f"core service {core_alone:,.0f} events/s, bridge {bridge_alone:,.0f} events/s",
+        )
+    )
     rows.append(("raw JetStream pipelined throughput", f"{raw_rate:,.0f} messages/s"))
     rows.append(("live sustained / raw throughput", f"{best / raw_rate:.2f}"))
     if lag:

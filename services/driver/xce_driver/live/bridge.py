@@ -68,7 +68,6 @@ from xce_schemas.bus import (
     DEADLETTER_STREAM,
     DECISIONS_PREFIX,
     DECISIONS_STREAM,
-    DECISIONS_SUBJECTS,
     EVENTS_STREAM,
     MSG_ID_HEADER,
     DeadLetter,
@@ -561,12 +560,13 @@ class Bridge:
         try:
             info = await js.consumer_info(DECISIONS_STREAM, durable)
         except NotFoundError:
+            # No filter subject (the stream holds decisions only): see the core
+            # service's consumer on why a filtered one is slow.
             config = ConsumerConfig(
                 durable_name=durable,
                 deliver_policy=DeliverPolicy.ALL,
                 ack_policy=AckPolicy.ALL,
                 ack_wait=30.0,
-                filter_subject=DECISIONS_SUBJECTS,
             )
             info = await js.add_consumer(DECISIONS_STREAM, config)
         stream = await js.stream_info(DECISIONS_STREAM)
