@@ -29,6 +29,7 @@ from pathlib import Path
 import orjson
 import pytest
 from nats.aio.msg import Msg
+from nats.errors import ConnectionClosedError
 from nats.js import JetStreamContext
 from nats.js.api import AckPolicy, ConsumerConfig
 from xce_core.core import SchedCore
@@ -773,3 +774,32 @@ def test_a_controller_consumer_of_an_earlier_version_is_made_anew_at_its_positio
     assert published == 6
     jobids = [e.payload.jobid for e in events_of(stored) if e.type == "JOB_STATE_CHANGE"]
     assert jobids == list(range(4, 10))
+
+
+def test_an_emulator_whose_connection_is_closed_for_good_stops_with_the_error(
+    bus: tuple[str, str],
+) -> None:
+    """No waiting out the run's timeout in silence: the decision reader fails and the
+    run ends with its error."""
+    nats_url, _ = bus
+    job = SimJob(jobid=1, submit_s=0, run_s=1, tasks=1, queue="normal", user="u")
+    config = SchedulerConfig(queues=(QueueSpec(name="normal"),))
+    emulator = LiveEmulator(
+        [job], (HostSpec(name="h1", slots=1),), config, nats_url=nats_url, speed=1
+    )
+
+    async def go() -> float:
+        task = asyncio.create_task(emulator.run(timeout_s=120))
+
+        async def connected() -> bool:
+            return emulator._nc is not None and emulator._nc.is_connected
+
+        await wait_until(connected, "the emulator to connect")
+        assert emulator._nc is not None
+        started = time.monotonic()
+        await emulator._nc.close()
+        with pytest.raises(ConnectionClosedError):
+            await asyncio.wait_for(task, 30)
+        return time.monotonic() - started
+
+    assert run(go()) < 30

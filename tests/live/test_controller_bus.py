@@ -3,6 +3,7 @@ window, a prefix already stored, another publisher, a message the stream refuses
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import logging
 from typing import Any
@@ -10,9 +11,10 @@ from typing import Any
 import nats
 import pytest
 from nats.aio.client import Client as NatsClient
-from nats.js.api import StreamConfig
+from nats.errors import ConnectionClosedError
+from nats.js.api import ConsumerConfig, StreamConfig
 from nats.js.errors import NotFoundError
-from xce_driver.live.controller_bus import ChainedPublisher, Outgoing
+from xce_driver.live.controller_bus import ChainedPublisher, InOrderReader, Outgoing
 
 from tests.live.helpers import Stored, read_stream, run
 
@@ -130,5 +132,25 @@ def test_a_window_below_one_is_refused(nats_url: str) -> None:
                 ChainedPublisher(nc, STREAM, ack_timeout_s=1, window=0)
         finally:
             await nc.close()
+
+    run(go())
+
+
+def test_a_reader_whose_connection_is_closed_for_good_raises_instead_of_spinning(
+    nats_url: str,
+) -> None:
+    """nats-py closes a connection for good after most server errors; the reader
+    then says so at once instead of retrying a fetch that cannot succeed."""
+
+    async def go() -> None:
+        nc = await nats.connect(nats_url)
+        await fresh_stream(nc)
+        js = nc.jetstream()
+        await js.add_consumer(STREAM, ConsumerConfig(durable_name="reader"))
+        sub = await js.pull_subscribe_bind(durable="reader", stream=STREAM)
+        reader = InOrderReader(js, STREAM, sub, position=0, fetch_timeout_s=0.2)
+        await nc.close()
+        with pytest.raises(ConnectionClosedError):
+            await asyncio.wait_for(reader.next(), 5)
 
     run(go())

@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 
 from nats.aio.client import Client as NatsClient
 from nats.aio.msg import Msg
+from nats.errors import ConnectionClosedError
 from nats.errors import Error as NatsError
 from nats.js import JetStreamContext
 from nats.js.api import (
@@ -161,6 +162,8 @@ class InOrderReader:
         empty (nothing new within the fetch timeout).
 
         Raises:
+            nats.errors.ConnectionClosedError: the client is closed for good (nats-py
+                closes it after most server errors): reading on cannot succeed.
             nats.errors.Error: reading a missing message from the stream failed
                 (the reader's position stays before it: call again).
         """
@@ -168,6 +171,8 @@ class InOrderReader:
             msgs = await self._sub.fetch(self._batch, timeout=self._timeout)
         except TimeoutError:
             return await self._catch_up(), []
+        except ConnectionClosedError:
+            raise
         except NatsError as exc:
             log.warning("fetch from %s failed (%s); retrying", self.stream, exc)
             await asyncio.sleep(self._timeout)

@@ -38,6 +38,7 @@ import contextlib
 import itertools
 import logging
 import time
+from asyncio import FIRST_COMPLETED
 from collections.abc import Sequence
 
 import orjson
@@ -183,11 +184,14 @@ class LiveEmulator(Workload):
             submitter = asyncio.create_task(self._submit_loop())
             watchdog = asyncio.create_task(self._watch_silence())
             self._check_done()
-            try:
-                await asyncio.wait_for(self._all_done.wait(), timeout_s)
-                finished = True
-            except TimeoutError:
-                finished = False
+            # Ends early when the decision reader or the sender fails (e.g. the NATS
+            # connection closed for good): its error is raised below.
+            all_done = asyncio.create_task(self._all_done.wait())
+            await asyncio.wait(
+                {all_done, receiver, sender}, timeout=timeout_s, return_when=FIRST_COMPLETED
+            )
+            finished = self._all_done.is_set()
+            await cancel_and_wait(all_done)
             await cancel_and_wait(submitter, receiver, watchdog)
             for handle in self._timers.values():
                 handle.cancel()
