@@ -19,6 +19,7 @@ import orjson
 import pytest
 import redis.asyncio as aioredis
 from nats.aio.msg import Msg
+from nats.errors import ConnectionClosedError
 from nats.js import JetStreamContext
 from xce_core.core import SchedCore
 from xce_core.snapshot import save_snapshot
@@ -438,3 +439,26 @@ def test_an_unusable_checkpoint_stops_the_service_with_a_reason(
     )
     assert result.returncode == 2, result.stderr
     assert f"xce-core-service: error: {message}" in result.stderr
+
+
+def test_a_connection_closed_for_good_stops_the_service_with_the_error(
+    bus: tuple[str, str],
+) -> None:
+    """nats-py closes a connection for good after most server errors: the service
+    stops with that error (its console script exits 1) instead of fetching on."""
+    nats_url, redis_url = bus
+    service = CoreService(CoreServiceOptions(nats_url=nats_url, redis_url=redis_url))
+
+    async def go() -> None:
+        task = asyncio.create_task(service.run())
+
+        async def fetching() -> bool:
+            return service._decisions_out is not None
+
+        await wait_until(fetching, "the service to start")
+        assert service._nc is not None
+        await service._nc.close()
+        with pytest.raises(ConnectionClosedError):
+            await asyncio.wait_for(task, 10)
+
+    run(go())

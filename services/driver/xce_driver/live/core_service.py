@@ -76,6 +76,7 @@ import orjson
 import redis.asyncio as aioredis
 from nats.aio.client import Client as NatsClient
 from nats.aio.msg import Msg
+from nats.errors import ConnectionClosedError
 from nats.errors import Error as NatsError
 from nats.js import JetStreamContext
 from nats.js.api import AckPolicy, ConsumerConfig, DeliverPolicy
@@ -497,12 +498,19 @@ class CoreService:
 
     async def _fetch(self, sub: JetStreamContext.PullSubscription) -> list[Msg]:
         """The next deliveries (none within the fetch timeout, or after a failed
-        fetch, logged)."""
+        fetch, logged).
+
+        Raises:
+            nats.errors.ConnectionClosedError: the client is closed for good (after
+                a server error): the service stops with it.
+        """
         options = self.options
         try:
             return await sub.fetch(options.fetch_batch, timeout=options.fetch_timeout_s)
         except TimeoutError:
             return []
+        except ConnectionClosedError:
+            raise
         except NatsError as exc:
             log.warning("fetch failed (%s); retrying", exc)
             await self._pause(options.fetch_timeout_s)
