@@ -195,6 +195,10 @@ class CoreServiceOptions:
             stop request waits while the stream is idle.
         ack_wait_s: how long the server waits for an acknowledgement before it
             redelivers an event, s.
+        publish_timeout_s: how long to wait for the stream's acknowledgement of a
+            window of decisions or recording messages before looking at what the
+            stream holds and sending the rest again, s (a request lost in a NATS
+            restart is given up after this long).
         decisions_window_s: duplicate window of ``XCE_DECISIONS`` if this service
             creates the stream, s.
         recording_key: the Redis key of the recording commands' positions.
@@ -214,6 +218,7 @@ class CoreServiceOptions:
     fetch_batch: int = 256
     fetch_timeout_s: float = 0.5
     ack_wait_s: float = 60.0
+    publish_timeout_s: float = 5.0
     decisions_window_s: float = DECISIONS_DUPLICATE_WINDOW_S
     recording_key: str = CORE_RECORDING_KEY
     fault: tuple[str, int] | None = None
@@ -225,8 +230,8 @@ class CoreServiceOptions:
             raise ValueError(f"snapshot_seconds must be positive, not {self.snapshot_seconds}")
         if self.fetch_batch < 1:
             raise ValueError(f"fetch_batch must be 1 or more, not {self.fetch_batch}")
-        if self.fetch_timeout_s <= 0 or self.ack_wait_s <= 0:
-            raise ValueError("fetch_timeout_s and ack_wait_s must be positive")
+        if min(self.fetch_timeout_s, self.ack_wait_s, self.publish_timeout_s) <= 0:
+            raise ValueError("fetch_timeout_s, ack_wait_s and publish_timeout_s must be positive")
         if self.prng_seed < 0:
             raise ValueError(f"prng_seed must be 0 or more, not {self.prng_seed}")
         if self.fault is not None and (self.fault[0] not in FAULT_POINTS or self.fault[1] < 1):
@@ -290,6 +295,9 @@ class CoreService:
         self.checkpoint_seq = 0
         self._watermark: tuple[int, int] | None = None
         self._decisions_out: ChainedPublisher | None = None
+        #: Recording messages made but not yet on ``XCE_RECORD`` (see ``_flush_records``).
+        self._records_out: ChainedPublisher | None = None
+        self._records_queue: list[Outgoing] = []
         self._round_s = 0.0  # wall time of the last round, s
         self._last_checkpoint = time.monotonic()
         self._checkpoint_written = True  # the last try was written (or none was made)
@@ -337,11 +345,18 @@ class CoreService:
             self._decisions_out = ChainedPublisher(
                 nc,
                 DECISIONS_STREAM,
-                ack_timeout_s=self.options.ack_wait_s,
+                ack_timeout_s=self.options.publish_timeout_s,
                 chain=await last_msg_id(self._js, DECISIONS_STREAM),
                 on_retry=self.metrics.publish_retries.inc,
             )
             self.record.watermark = await read_record_watermark(self._js)
+            self._records_out = ChainedPublisher(
+                nc,
+                RECORD_STREAM,
+                ack_timeout_s=self.options.publish_timeout_s,
+                chain=await last_msg_id(self._js, RECORD_STREAM),
+                on_retry=self.metrics.publish_retries.inc,
+            )
             await self._record_transitions()
             await nc.subscribe(CORE_RECORD_SUBJECT, cb=self._on_record_command)
             await self._loop()
@@ -357,8 +372,9 @@ class CoreService:
     def stop(self) -> None:
         """Ask ``run`` to return once the events at hand are done."""
         self._stop.set()
-        if self._decisions_out is not None:
-            self._decisions_out.give_up_after_s = STOP_GRACE_S
+        for publisher in (self._decisions_out, self._records_out):
+            if publisher is not None:
+                publisher.give_up_after_s = STOP_GRACE_S
 
     async def _nats_disconnected(self) -> None:
         if not self._stop.is_set():  # closing on purpose disconnects too
@@ -604,20 +620,23 @@ class CoreService:
     async def _flush(self, batch: _Batch) -> None:
         """Make the events taken durable, in this order: their decisions on
         ``XCE_DECISIONS`` (pipelined and chained, so none overtakes another and the
-        stream's last id stays the watermark), their dead letters, the
+        stream's last id stays the watermark), their recording messages (likewise
+        on ``XCE_RECORD``), their dead letters, the
         acknowledgement of the batch's last delivery (``AckPolicy.ALL``: it covers
         every one before), then the status, the recording commands now due and the
         checkpoint when one is due.
 
         Raises:
-            nats.errors.Error: stopping, and the decisions could not be stored within
-                ``STOP_GRACE_S``; nothing is acknowledged, no checkpoint is written.
+            nats.errors.Error: stopping, and the decisions or recording messages could
+                not be stored within ``STOP_GRACE_S``; nothing is acknowledged, no
+                checkpoint is written.
         """
         if batch.decisions:
             assert self._decisions_out is not None
             stored = await self._decisions_out.publish(batch.decisions, self._decision_stored)
             if stored < len(batch.decisions):
                 raise NatsError(f"decisions up to event seq {self.seq} not stored before stopping")
+        await self._flush_records()
         for subject, data, seq, reason in batch.letters:
             await self._dead_letter(subject, data, seq, reason)
         last = batch.last
@@ -734,12 +753,30 @@ class CoreService:
     async def _publish_record(
         self, subject: str, payload: bytes, msg_id: str, headers: dict[str, str]
     ) -> None:
-        await self._publish(subject, payload, RECORD_STREAM, msg_id, headers)
+        """Queue a recording message; ``_flush_records`` puts the queue on the stream
+        before the batch's acknowledgement and before any checkpoint."""
+        self._records_queue.append(Outgoing(subject, payload, msg_id, headers))
+
+    async def _flush_records(self) -> None:
+        """Put the queued recording messages on ``XCE_RECORD``, pipelined and chained
+        like the decisions (so the stream's last message stays the record watermark).
+
+        Raises:
+            nats.errors.Error: stopping, and they could not be stored in time.
+        """
+        if not self._records_queue:
+            return
+        assert self._records_out is not None
+        queued, self._records_queue = self._records_queue, []
+        stored = await self._records_out.publish(queued, self._record_stored)
+        if stored < len(queued):
+            raise NatsError(f"recording messages up to event seq {self.seq} not stored")
 
     def _record_published(self, skipped: bool) -> None:
-        if skipped:
+        if skipped:  # those made are counted once stored (_record_stored)
             self.metrics.record_skipped.inc()
-            return
+
+    def _record_stored(self, _item: Outgoing) -> None:
         self.metrics.record_messages.inc()
         self._fault("record")
 
@@ -923,6 +960,7 @@ class CoreService:
         Returns:
             Whether it was written (or nothing was to be written).
         """
+        await self._flush_records()  # a checkpoint covers only what is on the streams
         if self.seq <= self.checkpoint_seq and not force:
             return True
         assert self._redis is not None

@@ -14,9 +14,9 @@ are ``save_snapshot`` of a state that a restarted core rebuilds exactly, and the
 message number ``n`` and the snapshot cadence are carried in the core's checkpoint
 (``RecordingRun``). A restarted core therefore publishes the same messages under the
 same ids; those already on the stream are skipped by the *watermark* (the id of the
-stream's last message, read at start: messages are published one at a time, so
-everything before it is there too), and JetStream's de-duplication drops any other
-repeat within the duplicate window.
+stream's last message, read at start: the core service publishes them in order, each
+chained to the one before it, so everything before it is there too), and
+JetStream's de-duplication drops any other repeat within the duplicate window.
 """
 
 from __future__ import annotations
@@ -53,8 +53,9 @@ from xce_driver.recording import RecordingWriter
 
 log = logging.getLogger("xce_driver.live.record_stream")
 
-#: ``publish(subject, payload, msg_id, headers)``: publish on ``XCE_RECORD`` until the
-#: stream acknowledges (the core service's ``_publish``).
+#: ``publish(subject, payload, msg_id, headers)``: hand a message on to ``XCE_RECORD``,
+#: in order (the core service queues it and stores the queue, chained, before it
+#: acknowledges events or writes a checkpoint).
 Publisher = Callable[[str, bytes, str, dict[str, str]], Awaitable[None]]
 
 
@@ -162,8 +163,8 @@ class RecordStream:
     """The recording the core service is making (at most one at a time).
 
     Args:
-        publish: how a message reaches ``XCE_RECORD`` (retried until acknowledged).
-        on_message: called after each message is published or skipped (metrics,
+        publish: how a message reaches ``XCE_RECORD``, in the order handed over.
+        on_message: called after each message is handed over or skipped (metrics,
             fault injection), with True when it was skipped.
 
     Attributes:
