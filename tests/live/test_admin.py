@@ -189,5 +189,30 @@ def test_the_admin_server_refuses_to_start_without_a_token(workdir: Path) -> Non
     assert "Traceback" not in done.stderr
 
 
+def test_the_admin_server_refuses_a_redis_url_that_is_not_one(workdir: Path) -> None:
+    env = {**os.environ, "XCE_ADMIN_TOKEN": "t"}
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "xce_admin.server",
+            "--port",
+            str(free_port()),
+            "--redis",
+            "notaurl",
+        ],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert done.returncode == 2
+    assert done.stderr == (
+        "xce-admin: error: --redis: 'notaurl' is not a Redis URL "
+        "(redis://host:port/db, rediss://, unix://)\n"
+    )
+
+
 def _auth() -> dict[str, str]:
     return {"Authorization": f"Bearer {TOKEN}"}

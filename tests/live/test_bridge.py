@@ -19,6 +19,7 @@ import asyncio
 import random
 import shutil
 import signal
+import subprocess
 import sys
 import time
 import urllib.request
@@ -803,3 +804,22 @@ def test_an_emulator_whose_connection_is_closed_for_good_stops_with_the_error(
         return time.monotonic() - started
 
     assert run(go()) < 30
+
+
+def test_ctrl_c_stops_the_emulator_at_once(bus: tuple[str, str], tmp_path: Path) -> None:
+    """SIGINT while waiting for decisions: ``xce-sched: interrupted``, exit 130, no
+    task reading on after its connection is closed."""
+    nats_url, _ = bus
+    trace = swf_trace(tmp_path / "small.swf")
+    argv = [sys.executable, "-m", "xce_driver.cli", "emulate", "--workload", str(trace)]
+    argv += ["--nats", nats_url, "--hosts", "4", "--speed", "10", "--timeout", "120"]
+    proc = subprocess.Popen(argv, stderr=subprocess.PIPE, text=True)
+    time.sleep(3)
+    proc.send_signal(signal.SIGINT)
+    try:
+        _, err = proc.communicate(timeout=20)
+    finally:
+        proc.kill()
+    assert proc.returncode == 130, err
+    assert err.rstrip().endswith("xce-sched: interrupted"), err
+    assert "Traceback" not in err

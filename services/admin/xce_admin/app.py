@@ -97,6 +97,11 @@ class AdminSettings:
             )
         if self.command_timeout_s <= 0:
             raise ConfigError(f"command timeout must be positive, not {self.command_timeout_s}")
+        if self.redis_url.partition("://")[0] not in ("redis", "rediss", "unix"):
+            raise ConfigError(
+                f"--redis: {self.redis_url!r} is not a Redis URL "
+                "(redis://host:port/db, rediss://, unix://)"
+            )
 
 
 @dataclass

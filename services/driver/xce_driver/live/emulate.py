@@ -172,6 +172,7 @@ class LiveEmulator(Workload):
         nc = self._nc = await connect_nats(self._nats_url, CONTROLLER, log)
         js = nc.jetstream()
         durable = f"{CONTROLLER}-{self._run_id}"
+        tasks: list[asyncio.Task[None]] = []
         try:
             await ensure_ctl_streams(js)
             reader = await self._decisions_reader(js, durable)
@@ -183,6 +184,7 @@ class LiveEmulator(Workload):
             self._send("hosts", WorkersPushPayload(hosts=self._hosts).model_dump_json())
             submitter = asyncio.create_task(self._submit_loop())
             watchdog = asyncio.create_task(self._watch_silence())
+            tasks += (receiver, sender, submitter, watchdog)
             self._check_done()
             # Ends early when the decision reader or the sender fails (e.g. the NATS
             # connection closed for good): its error is raised below.
@@ -205,6 +207,8 @@ class LiveEmulator(Workload):
             )
             return finished
         finally:
+            # Interrupted (Ctrl-C cancels this run): no task may read on.
+            await cancel_and_wait(*tasks)
             with contextlib.suppress(NatsError, TimeoutError):
                 await js.delete_consumer(CTL_DECISIONS_STREAM, durable)
             if not nc.is_closed:
