@@ -303,11 +303,15 @@ def test_bad_controller_messages_go_to_the_dead_letter_and_the_bridge_goes_on(
     job = parse_event(events[1].data)
     assert job.type == "JOBS_PUSH" and job.payload.jobs[0].submit_ts == job.ts
     assert [s.subject for s in letters] == ["xce.deadletter.bridge"] * len(BAD_MESSAGES)
+    seqs = []
     for stored, (subject, data, reason) in zip(letters, BAD_MESSAGES, strict=True):
         letter = DeadLetter.model_validate_json(stored.data)
         assert letter.subject == subject
         assert letter.reason.startswith(reason), letter.reason
         assert letter.data == data.decode("utf-8", errors="backslashreplace")
+        seqs.append(letter.seq)
+    # Each names its XCE_CONTROLLER sequence, in the order sent.
+    assert None not in seqs and seqs == sorted(set(seqs)), seqs
     sample = bridge.metrics.registry.get_sample_value
     assert sample("xce_bridge_dead_letters_total") == len(BAD_MESSAGES)
     assert sample("xce_bridge_messages_total", {"kind": "jobs"}) == 4

@@ -477,6 +477,7 @@ class Bridge:
             subject=item.subject,
             reason=reason,
             data=item.data.decode("utf-8", errors="backslashreplace"),
+            seq=item.seq,
         )
         await publish_until_acked(
             self._js,
