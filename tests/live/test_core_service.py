@@ -462,3 +462,14 @@ def test_a_connection_closed_for_good_stops_the_service_with_the_error(
             await asyncio.wait_for(task, 10)
 
     run(go())
+
+
+def test_an_unreachable_redis_is_named(nats_url: str) -> None:
+    argv = [sys.executable, "-m", "xce_driver.live.core_service", "--nats", nats_url]
+    argv += ["--redis", "redis://127.0.0.1:1/0"]
+    done = subprocess.run(argv, capture_output=True, text=True, timeout=60)
+    assert done.returncode == 1
+    last = done.stderr.strip().splitlines()[-1]
+    assert last.startswith("xce-core-service: error: Redis at redis://127.0.0.1:1/0: "), last
+    assert "Traceback" not in done.stderr
+    assert "disconnected from NATS" not in done.stderr  # it was not: it closed

@@ -3,6 +3,7 @@ unreachable NATS server one error line (exit 1), never a traceback or a hang."""
 
 from __future__ import annotations
 
+import socket
 import subprocess
 import sys
 
@@ -50,6 +51,23 @@ def test_the_core_service_gives_up_on_an_unreachable_nats_server() -> None:
     done = subprocess.run(argv, capture_output=True, text=True, timeout=60)
     assert done.returncode == 1
     assert done.stderr.strip().splitlines()[-1] == (
-        "xce-core-service: error: nats: no servers available for connection"
+        "xce-core-service: error: NATS at nats://127.0.0.1:1: "
+        "nats: no servers available for connection"
     )
     assert "Traceback" not in done.stderr
+
+
+@pytest.mark.parametrize("module", ["xce_driver.live.core_service", "xce_driver.live.bridge"])
+def test_a_metrics_port_in_use_is_named(module: str) -> None:
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        argv = [sys.executable, "-m", module, "--nats", "nats://127.0.0.1:1"]
+        argv += ["--metrics-port", str(port), "--metrics-addr", "127.0.0.1"]
+        done = subprocess.run(argv, capture_output=True, text=True, timeout=60)
+    assert done.returncode == 1
+    name = "xce-core-service" if module.endswith("core_service") else "xce-bridge"
+    assert done.stderr.strip().splitlines()[-1] == (
+        f"{name}: error: metrics port 127.0.0.1:{port}: Address already in use"
+    )

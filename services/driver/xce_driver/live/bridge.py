@@ -708,7 +708,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.error(f"--round-interval: {exc}")
     try:
         asyncio.run(_serve(options, args.metrics_port, args.metrics_addr))
-    except (NatsError, OSError) as exc:
+    except NatsError as exc:
+        print(f"xce-bridge: error: NATS at {args.nats}: {exc}", file=sys.stderr)
+        return 1
+    except OSError as exc:
         print(f"xce-bridge: error: {exc}", file=sys.stderr)
         return 1
     return 0

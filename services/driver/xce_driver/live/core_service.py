@@ -311,6 +311,7 @@ class CoreService:
         #: Held while an event, a checkpoint or a recording command is handled.
         self._busy = asyncio.Lock()
         self._stop = asyncio.Event()
+        self._closing = False  # run() is closing its connections
         self._nc: NatsClient | None = None
         self._js: JetStreamContext | None = None
         self._redis: aioredis.Redis | None = None
@@ -363,6 +364,7 @@ class CoreService:
             async with self._busy:
                 await self._checkpoint()
         finally:
+            self._closing = True
             self._refuse_commands("the core service stopped first")
             await self._end_command_tasks()
             await self._redis.aclose()
@@ -377,7 +379,7 @@ class CoreService:
                 publisher.give_up_after_s = STOP_GRACE_S
 
     async def _nats_disconnected(self) -> None:
-        if not self._stop.is_set():  # closing on purpose disconnects too
+        if not self._closing:  # closing on purpose disconnects too
             log.warning("disconnected from NATS; reconnecting")
 
     async def _nats_reconnected(self) -> None:
@@ -1085,7 +1087,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     except (CheckpointError, CoreError) as exc:
         print(f"xce-core-service: error: {exc}", file=sys.stderr)
         return 2
-    except (NatsError, RedisError, OSError) as exc:
+    except NatsError as exc:
+        print(f"xce-core-service: error: NATS at {args.nats}: {exc}", file=sys.stderr)
+        return 1
+    except RedisError as exc:
+        print(f"xce-core-service: error: Redis at {args.redis}: {exc}", file=sys.stderr)
+        return 1
+    except OSError as exc:
         print(f"xce-core-service: error: {exc}", file=sys.stderr)
         return 1
     return 0

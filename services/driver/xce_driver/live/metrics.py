@@ -20,9 +20,12 @@ def serve_registry(registry: CollectorRegistry, port: int, addr: str = "0.0.0.0"
     ``shutdown()`` the returned server to stop.
 
     Raises:
-        OSError: the port cannot be bound.
+        OSError: the port cannot be bound; the message names it.
     """
-    server, _thread = start_http_server(port, addr, registry=registry)
+    try:
+        server, _thread = start_http_server(port, addr, registry=registry)
+    except OSError as exc:
+        raise OSError(f"metrics port {addr}:{port}: {exc.strerror or exc}") from None
     return server
 
 
