@@ -174,39 +174,31 @@ def test_record_through_the_admin_api_and_replay_the_file(
     assert admin.terminate() in (0, -15), admin.log_text()
 
 
-def test_the_admin_server_refuses_to_start_without_a_token(workdir: Path) -> None:
+def admin_server_refusal(*argv: str, token: str | None) -> subprocess.CompletedProcess[str]:
+    """``xce-admin`` on a free port with ``argv`` and ``XCE_ADMIN_TOKEN`` = ``token``
+    (None: unset), expected to refuse at once."""
     env = {k: v for k, v in os.environ.items() if k != "XCE_ADMIN_TOKEN"}
-    done = subprocess.run(
-        [sys.executable, "-m", "xce_admin.server", "--port", str(free_port())],
+    if token is not None:
+        env["XCE_ADMIN_TOKEN"] = token
+    return subprocess.run(
+        [sys.executable, "-m", "xce_admin.server", "--port", str(free_port()), *argv],
         env=env,
         capture_output=True,
         text=True,
         timeout=60,
         check=False,
     )
+
+
+def test_the_admin_server_refuses_to_start_without_a_token() -> None:
+    done = admin_server_refusal(token=None)
     assert done.returncode == 2
     assert done.stderr.startswith("xce-admin: error: XCE_ADMIN_TOKEN is not set")
     assert "Traceback" not in done.stderr
 
 
-def test_the_admin_server_refuses_a_redis_url_that_is_not_one(workdir: Path) -> None:
-    env = {**os.environ, "XCE_ADMIN_TOKEN": "t"}
-    done = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "xce_admin.server",
-            "--port",
-            str(free_port()),
-            "--redis",
-            "notaurl",
-        ],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
-    )
+def test_the_admin_server_refuses_a_redis_url_that_is_not_one() -> None:
+    done = admin_server_refusal("--redis", "notaurl", token="t")
     assert done.returncode == 2
     assert done.stderr == (
         "xce-admin: error: --redis: 'notaurl' is not a Redis URL "

@@ -105,7 +105,7 @@ from xce_driver.live.controller_bus import (
     stream_epoch,
 )
 from xce_driver.live.metrics import BridgeMetrics
-from xce_driver.live.options import LOG_LEVELS, log_level, port, seconds
+from xce_driver.live.options import LOG_LEVELS, log_level, port, run_service, seconds
 from xce_driver.live.streams import ensure_streams
 from xce_driver.live.tasks import cancel_and_wait
 
@@ -706,15 +706,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         )
     except ValueError as exc:
         parser.error(f"--round-interval: {exc}")
-    try:
-        asyncio.run(_serve(options, args.metrics_port, args.metrics_addr))
-    except NatsError as exc:
-        print(f"xce-bridge: error: NATS at {args.nats}: {exc}", file=sys.stderr)
-        return 1
-    except OSError as exc:
-        print(f"xce-bridge: error: {exc}", file=sys.stderr)
-        return 1
-    return 0
+    return run_service(
+        "xce-bridge", _serve(options, args.metrics_port, args.metrics_addr), nats=args.nats
+    )
 
 
 if __name__ == "__main__":

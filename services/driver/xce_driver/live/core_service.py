@@ -116,7 +116,14 @@ from xce_schemas.errors import describe
 from xce_driver.live.connection import connect_nats
 from xce_driver.live.controller_bus import ChainedPublisher, Outgoing, last_msg_id
 from xce_driver.live.metrics import CoreMetrics
-from xce_driver.live.options import LOG_LEVELS, log_level, port, redis_url, seconds
+from xce_driver.live.options import (
+    LOG_LEVELS,
+    log_level,
+    port,
+    redis_url,
+    run_service,
+    seconds,
+)
 from xce_driver.live.record_stream import (
     RecordStream,
     ensure_record_stream,
@@ -343,21 +350,9 @@ class CoreService:
             await ensure_record_stream(self._js)
             await self._restore()
             self._watermark = await self._read_watermark()
-            self._decisions_out = ChainedPublisher(
-                nc,
-                DECISIONS_STREAM,
-                ack_timeout_s=self.options.publish_timeout_s,
-                chain=await last_msg_id(self._js, DECISIONS_STREAM),
-                on_retry=self.metrics.publish_retries.inc,
-            )
+            self._decisions_out = await self._chained(DECISIONS_STREAM)
             self.record.watermark = await read_record_watermark(self._js)
-            self._records_out = ChainedPublisher(
-                nc,
-                RECORD_STREAM,
-                ack_timeout_s=self.options.publish_timeout_s,
-                chain=await last_msg_id(self._js, RECORD_STREAM),
-                on_retry=self.metrics.publish_retries.inc,
-            )
+            self._records_out = await self._chained(RECORD_STREAM)
             await self._record_transitions()
             await nc.subscribe(CORE_RECORD_SUBJECT, cb=self._on_record_command)
             await self._loop()
@@ -370,6 +365,18 @@ class CoreService:
             await self._redis.aclose()
             if not nc.is_closed:
                 await nc.close()
+
+    async def _chained(self, stream: str) -> ChainedPublisher:
+        """This service's ordered publisher to ``stream``, chained after the message
+        the stream ends with."""
+        assert self._nc is not None and self._js is not None
+        return ChainedPublisher(
+            self._nc,
+            stream,
+            ack_timeout_s=self.options.publish_timeout_s,
+            chain=await last_msg_id(self._js, stream),
+            on_retry=self.metrics.publish_retries.inc,
+        )
 
     def stop(self) -> None:
         """Ask ``run`` to return once the events at hand are done."""
@@ -1082,21 +1089,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         )
     except ValueError as exc:
         parser.error(str(exc))
+    serving = _serve(options, args.metrics_port, args.metrics_addr)
     try:
-        asyncio.run(_serve(options, args.metrics_port, args.metrics_addr))
+        return run_service("xce-core-service", serving, nats=args.nats, redis=args.redis)
     except (CheckpointError, CoreError) as exc:
         print(f"xce-core-service: error: {exc}", file=sys.stderr)
         return 2
-    except NatsError as exc:
-        print(f"xce-core-service: error: NATS at {args.nats}: {exc}", file=sys.stderr)
-        return 1
-    except RedisError as exc:
-        print(f"xce-core-service: error: Redis at {args.redis}: {exc}", file=sys.stderr)
-        return 1
-    except OSError as exc:
-        print(f"xce-core-service: error: {exc}", file=sys.stderr)
-        return 1
-    return 0
 
 
 if __name__ == "__main__":

@@ -1,11 +1,19 @@
-"""Command-line value types the live services share: a bad option is one argparse
-error line (exit 2), never a traceback."""
+"""What the live services' console scripts share: command-line value types (a bad
+option is one argparse error line, exit 2, never a traceback) and running a service
+to its exit status (a server that cannot be reached is one line naming it, exit 1)."""
 
 from __future__ import annotations
 
 import argparse
+import asyncio
 import math
+import sys
+from collections.abc import Coroutine
+from typing import Any
 from urllib.parse import urlsplit
+
+from nats.errors import Error as NatsError
+from redis.exceptions import RedisError
 
 #: The log levels the services take (``--log-level``).
 LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR")
@@ -47,3 +55,29 @@ def log_level(text: str) -> str:
     if text.upper() not in LOG_LEVELS:
         raise argparse.ArgumentTypeError(f"{text!r} is not one of {', '.join(LOG_LEVELS)}")
     return text.upper()
+
+
+def run_service(
+    prog: str, service: Coroutine[Any, Any, None], *, nats: str, redis: str | None = None
+) -> int:
+    """Run a service's coroutine until it returns; the console script's exit status.
+
+    Returns:
+        0 after a clean stop; 1 when NATS or Redis cannot be reached (or a port not
+        bound), after one line on stderr naming it (``prog: error: NATS at <url>: ...``).
+
+    Raises:
+        Whatever else the service raises (the caller maps its own errors).
+    """
+    try:
+        asyncio.run(service)
+    except NatsError as exc:
+        why = f"NATS at {nats}: {exc}"
+    except RedisError as exc:
+        why = f"Redis at {redis}: {exc}"
+    except OSError as exc:
+        why = str(exc)
+    else:
+        return 0
+    print(f"{prog}: error: {why}", file=sys.stderr)
+    return 1
