@@ -133,21 +133,7 @@ def nats_server(workdir: Path, binary: str) -> ServerProcess:
 
 def redis_server(workdir: Path, binary: str) -> ServerProcess:
     """A Redis server that keeps nothing on disk (no RDB saves, no AOF)."""
-    port = free_port()
-    argv = [
-        binary,
-        "--port",
-        str(port),
-        "--bind",
-        "127.0.0.1",
-        "--save",
-        "",
-        "--appendonly",
-        "no",
-        "--dir",
-        str(workdir),
-    ]
-    return ServerProcess("redis", argv, port, workdir, "Ready to accept connections", "redis")
+    return _redis(workdir, binary, "--appendonly", "no")
 
 
 def persistent_redis_server(workdir: Path, binary: str) -> ServerProcess:
@@ -155,21 +141,13 @@ def persistent_redis_server(workdir: Path, binary: str) -> ServerProcess:
     (``--appendonly yes --appendfsync always``), as docker-compose.yml runs Redis with
     AOF: killed (SIGKILL) and started again on the same folder, it holds every write it
     acknowledged."""
-    port = free_port()
     workdir.mkdir(parents=True, exist_ok=True)
-    argv = [
-        binary,
-        "--port",
-        str(port),
-        "--bind",
-        "127.0.0.1",
-        "--save",
-        "",
-        "--appendonly",
-        "yes",
-        "--appendfsync",
-        "always",
-        "--dir",
-        str(workdir),
-    ]
+    return _redis(workdir, binary, "--appendonly", "yes", "--appendfsync", "always")
+
+
+def _redis(workdir: Path, binary: str, *persistence: str) -> ServerProcess:
+    """A Redis server on a free loopback port, no RDB saves, in ``workdir``."""
+    port = free_port()
+    argv = [binary, "--port", str(port), "--bind", "127.0.0.1", "--save", "", *persistence]
+    argv += ["--dir", str(workdir)]
     return ServerProcess("redis", argv, port, workdir, "Ready to accept connections", "redis")

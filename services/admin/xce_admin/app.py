@@ -248,7 +248,13 @@ async def start_recording(backend: BackendDep, body: StartRequest | None = None)
             name = recording_name(name)
         except RecordingNameError as exc:
             raise HTTPException(status.HTTP_400_BAD_REQUEST, str(exc)) from None
-    reply = await backend.command(RecorderCommand(action="start", name=name))
+    return await _command(backend, RecorderCommand(action="start", name=name))
+
+
+async def _command(backend: Backend, command: RecorderCommand) -> RecorderOut:
+    """Send ``command`` to the recorder; its status, or 409 (the recorder refused:
+    a conflict) or 502 (it failed) with its reason."""
+    reply = await backend.command(command)
     if not reply.ok:
         code = status.HTTP_409_CONFLICT if reply.conflict else status.HTTP_502_BAD_GATEWAY
         raise HTTPException(code, reply.error or "refused")
@@ -267,11 +273,7 @@ async def start_recording(backend: BackendDep, body: StartRequest | None = None)
 )
 async def stop_recording(backend: BackendDep) -> RecorderOut:
     """``xceadmin scheduler record stop``."""
-    reply = await backend.command(RecorderCommand(action="stop"))
-    if not reply.ok:
-        code = status.HTTP_409_CONFLICT if reply.conflict else status.HTTP_502_BAD_GATEWAY
-        raise HTTPException(code, reply.error or "refused")
-    return RecorderOut.of(reply.status, time.time())
+    return await _command(backend, RecorderCommand(action="stop"))
 
 
 @record.get(

@@ -407,11 +407,16 @@ class Bridge:
             )
             await js.add_consumer(CTL_STREAM, config)
         self._ctl_taken = self._ctl_done = position
-        sub = await js.pull_subscribe_bind(durable=durable, stream=CTL_STREAM)
-        return InOrderReader(
-            js,
-            CTL_STREAM,
-            sub,
+        return await self._reader(CTL_STREAM, durable, position)
+
+    async def _reader(self, stream: str, durable: str, position: int) -> InOrderReader:
+        """A reader of ``stream`` through the bridge's consumer ``durable``, after
+        ``position``, batched as the options say."""
+        assert self._js is not None
+        return await InOrderReader.bind(
+            self._js,
+            stream,
+            durable,
             position=position,
             batch=self.options.fetch_batch,
             fetch_timeout_s=self.options.fetch_timeout_s,
@@ -573,15 +578,7 @@ class Bridge:
         stream = await js.stream_info(DECISIONS_STREAM)
         position = consumer_position(info, stream)
         self._forward_done = position
-        sub = await js.pull_subscribe_bind(durable=durable, stream=DECISIONS_STREAM)
-        return InOrderReader(
-            js,
-            DECISIONS_STREAM,
-            sub,
-            position=position,
-            batch=self.options.fetch_batch,
-            fetch_timeout_s=self.options.fetch_timeout_s,
-        )
+        return await self._reader(DECISIONS_STREAM, durable, position)
 
     async def _forward_loop(self, reader: InOrderReader) -> None:
         """Forward decisions in stream order to ``XCE_CTL_DECISIONS``; acknowledge

@@ -32,7 +32,7 @@ from nats.js.api import (
     StreamConfig,
     StreamInfo,
 )
-from nats.js.errors import BadRequestError, NotFoundError
+from nats.js.errors import NotFoundError
 from xce_schemas.bus import MSG_ID_HEADER
 from xce_schemas.controller import (
     CTL_DECISIONS_DUPLICATE_WINDOW_S,
@@ -43,7 +43,7 @@ from xce_schemas.controller import (
     CTL_SUBJECTS,
 )
 
-from xce_driver.live.streams import stream_config
+from xce_driver.live.streams import ensure_stream, stream_config
 
 log = logging.getLogger("xce_driver.live.controller_bus")
 
@@ -74,14 +74,7 @@ async def ensure_ctl_streams(js: JetStreamContext) -> None:
         nats.errors.Error: the server refuses (e.g. JetStream is off) or does not answer.
     """
     for config in ctl_stream_configs():
-        assert config.name is not None
-        try:
-            await js.stream_info(config.name)
-        except NotFoundError:
-            try:
-                await js.add_stream(config)
-            except BadRequestError:  # created meanwhile by another service
-                await js.stream_info(config.name)
+        await ensure_stream(js, config)
 
 
 def stream_epoch(info: StreamInfo) -> str:
@@ -155,6 +148,26 @@ class InOrderReader:
         self.position = position
         self._batch = batch
         self._timeout = fetch_timeout_s
+
+    @classmethod
+    async def bind(
+        cls,
+        js: JetStreamContext,
+        stream: str,
+        durable: str,
+        *,
+        position: int,
+        batch: int = 256,
+        fetch_timeout_s: float = 0.5,
+    ) -> InOrderReader:
+        """A reader of ``stream`` through its existing durable consumer ``durable``
+        (arguments as for the constructor).
+
+        Raises:
+            nats.errors.Error: the consumer cannot be bound (e.g. it does not exist).
+        """
+        sub = await js.pull_subscribe_bind(durable=durable, stream=stream)
+        return cls(js, stream, sub, position=position, batch=batch, fetch_timeout_s=fetch_timeout_s)
 
     async def next(self) -> tuple[list[Delivered], list[Msg]]:
         """The next messages in order, and the deliveries of messages already handed

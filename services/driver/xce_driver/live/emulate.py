@@ -226,10 +226,8 @@ class LiveEmulator(Workload):
         )
         info = await js.add_consumer(CTL_DECISIONS_STREAM, config)
         stream = await js.stream_info(CTL_DECISIONS_STREAM)
-        sub = await js.pull_subscribe_bind(durable=durable, stream=CTL_DECISIONS_STREAM)
-        return InOrderReader(
-            js, CTL_DECISIONS_STREAM, sub, position=consumer_position(info, stream)
-        )
+        position = consumer_position(info, stream)
+        return await InOrderReader.bind(js, CTL_DECISIONS_STREAM, durable, position=position)
 
     async def _watch_silence(self) -> None:
         """Say so, every ``SILENCE_S`` seconds, while no decision arrives: without a

@@ -27,8 +27,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from nats.js import JetStreamContext
-from nats.js.api import RetentionPolicy, StorageType, StreamConfig
-from nats.js.errors import BadRequestError, NotFoundError
+from nats.js.api import StreamConfig
+from nats.js.errors import NotFoundError
 from xce_core.core import SchedCore
 from xce_core.snapshot import save_snapshot
 from xce_schemas import CoreEvent, Decision, SchedulerConfig
@@ -49,6 +49,7 @@ from xce_schemas.bus import (
 )
 from xce_schemas.snapshot import CoreSnapshot
 
+from xce_driver.live.streams import ensure_stream, stream_config
 from xce_driver.recording import RecordingWriter
 
 log = logging.getLogger("xce_driver.live.record_stream")
@@ -65,13 +66,7 @@ def record_stream_config(window_s: float = RECORD_DUPLICATE_WINDOW_S) -> StreamC
     Args:
         window_s: duplicate window, s (> 0).
     """
-    return StreamConfig(
-        name=RECORD_STREAM,
-        subjects=[RECORD_SUBJECTS],
-        retention=RetentionPolicy.LIMITS,
-        storage=StorageType.FILE,
-        duplicate_window=window_s,
-    )
+    return stream_config(RECORD_STREAM, RECORD_SUBJECTS, window_s)
 
 
 async def ensure_record_stream(js: JetStreamContext) -> None:
@@ -80,13 +75,7 @@ async def ensure_record_stream(js: JetStreamContext) -> None:
     Raises:
         nats.errors.Error: the server refuses or does not answer.
     """
-    try:
-        await js.stream_info(RECORD_STREAM)
-    except NotFoundError:
-        try:
-            await js.add_stream(record_stream_config())
-        except BadRequestError:  # created meanwhile by another service
-            await js.stream_info(RECORD_STREAM)
+    await ensure_stream(js, record_stream_config())
 
 
 async def read_record_watermark(js: JetStreamContext) -> tuple[str, int] | None:

@@ -9,7 +9,7 @@ from __future__ import annotations
 import logging
 
 from nats.js import JetStreamContext
-from nats.js.api import RetentionPolicy, StorageType, StreamConfig
+from nats.js.api import RetentionPolicy, StorageType, StreamConfig, StreamInfo
 from nats.js.errors import BadRequestError, NotFoundError
 from xce_schemas.bus import (
     DEADLETTER_STREAM,
@@ -61,10 +61,35 @@ def stream_config(name: str, subject: str, window_s: float) -> StreamConfig:
     )
 
 
+async def ensure_stream(js: JetStreamContext, config: StreamConfig) -> StreamInfo | None:
+    """Create the stream ``config`` describes unless it exists; one that exists is left
+    as its operator configured it.
+
+    Returns:
+        The info of the stream that was there already (None: created now, here or
+        by another service at the same moment).
+
+    Raises:
+        nats.errors.Error: the server refuses (e.g. JetStream is off) or does not answer.
+    """
+    assert config.name is not None
+    try:
+        return await js.stream_info(config.name)
+    except NotFoundError:
+        pass
+    try:
+        await js.add_stream(config)
+    except BadRequestError:
+        # Created meanwhile by another service, maybe with another configuration.
+        await js.stream_info(config.name)
+    return None
+
+
 async def ensure_streams(
     js: JetStreamContext, decisions_window_s: float = DECISIONS_DUPLICATE_WINDOW_S
 ) -> None:
-    """Create whichever of the three streams does not exist yet.
+    """Create whichever of the three streams does not exist yet (``ensure_stream``);
+    warn when one that exists keeps repeats for less than asked.
 
     Args:
         js: a JetStream context of a connected client.
@@ -74,15 +99,8 @@ async def ensure_streams(
         nats.errors.Error: the server refuses (e.g. JetStream is off) or does not answer.
     """
     for config in stream_configs(decisions_window_s):
-        assert config.name is not None
-        try:
-            info = await js.stream_info(config.name)
-        except NotFoundError:
-            try:
-                await js.add_stream(config)
-            except BadRequestError:
-                # Created meanwhile by another service with another configuration.
-                await js.stream_info(config.name)
+        info = await ensure_stream(js, config)
+        if info is None:
             continue
         have = info.config.duplicate_window or 0.0
         if have < config.duplicate_window:
