@@ -49,7 +49,6 @@ from pathlib import Path
 import nats
 import orjson
 import psutil
-import redis.asyncio as aioredis
 from nats.aio.client import Client as NatsClient
 from nats.aio.msg import Msg
 from nats.js import JetStreamContext
@@ -60,15 +59,14 @@ from rich.table import Table
 from xce_driver.live.controller_bus import ensure_ctl_streams
 from xce_driver.live.streams import ensure_streams
 from xce_schemas import BeginRound, CoreEvent
-from xce_schemas.bus import DEADLETTER_STREAM, DECISIONS_STREAM, EVENTS_STREAM, event_subject
+from xce_schemas.bus import EVENTS_STREAM, event_subject
 from xce_schemas.controller import (
-    CTL_DECISIONS_STREAM,
-    CTL_STREAM,
     parse_ctl_payload,
     to_core_event,
 )
 
 try:
+    from tests.live.helpers import reset_bus
     from tests.live.servers import ServerProcess, nats_server, redis_server
 except ImportError:  # run outside the repository checkout
     ServerProcess = None  # type: ignore[assignment,misc]
@@ -337,27 +335,6 @@ def core_backlog(count: int) -> Iterator[CoreEvent]:
         made += 101
 
 
-async def reset(nats_url: str, redis_url: str) -> NatsClient:
-    """Empty bus and Redis, the XCE streams made anew; a connected client."""
-    nc = await nats.connect(nats_url)
-    js = nc.jetstream()
-    for stream in (
-        EVENTS_STREAM,
-        DECISIONS_STREAM,
-        DEADLETTER_STREAM,
-        CTL_STREAM,
-        CTL_DECISIONS_STREAM,
-    ):
-        with contextlib.suppress(NotFoundError):
-            await js.delete_stream(stream)
-    client = aioredis.Redis.from_url(redis_url)
-    await client.flushdb()
-    await client.aclose()
-    await ensure_streams(js)
-    await ensure_ctl_streams(js)
-    return nc
-
-
 async def fill(js: JetStreamContext, messages: Iterator[tuple[str, bytes]]) -> int:
     """Publish ``(subject, data)`` pipelined; how many."""
     futures = [await js.publish_async(subject, data) for subject, data in messages]
@@ -384,40 +361,50 @@ def alone(nats_url: str, redis_url: str, logs: Path) -> tuple[float, float]:
     running but the servers): the core service's events/s from ``XCE_EVENTS`` to
     acknowledged with their decisions stored; the bridge's controller messages/s
     from ``XCE_CONTROLLER`` to events stored."""
+    events = (
+        (event_subject(e.type), e.model_dump_json().encode()) for e in core_backlog(ALONE_EVENTS)
+    )
+    core = service(
+        logs, "core-alone", "xce_driver.live.core_service", nats_url, "--redis", redis_url
+    )
+    messages = (
+        ("xce.ctl.jobs", b'{"jobs":[{"jobid":%d,"queue":"normal"}]}' % i)
+        if i % 2
+        else ("xce.ctl.job_state", b'{"jobid":%d,"state":"DONE"}' % (i - 1))
+        for i in range(1, ALONE_EVENTS + 1)
+    )
+    bridge = service(
+        logs, "bridge-alone", "xce_driver.live.bridge", nats_url, "--round-interval", "3600"
+    )
+    return (
+        backlog_rate(nats_url, redis_url, events, core, core_acked),
+        backlog_rate(nats_url, redis_url, messages, bridge, stream_last),
+    )
 
-    async def core() -> float:
-        nc = await reset(nats_url, redis_url)
-        js = nc.jetstream()
-        events = (
-            (event_subject(e.type), e.model_dump_json().encode())
-            for e in core_backlog(ALONE_EVENTS)
-        )
-        total = await fill(js, events)
-        with service(
-            logs, "core-alone", "xce_driver.live.core_service", nats_url, "--redis", redis_url
-        ):
-            rate = await timed(lambda: core_acked(js), total)
-        await nc.close()
-        return rate
 
-    async def bridge() -> float:
-        nc = await reset(nats_url, redis_url)
+def backlog_rate(
+    nats_url: str,
+    redis_url: str,
+    messages: Iterator[tuple[str, bytes]],
+    worker: contextlib.AbstractContextManager[object],
+    progress: Callable[[JetStreamContext], Awaitable[int]],
+) -> float:
+    """On an empty bus and Redis (``reset_bus``): publish ``messages``, then run
+    ``worker`` until ``progress`` reaches their count; its rate (per s)."""
+    reset_bus(nats_url, redis_url)
+
+    async def go() -> float:
+        nc = await nats.connect(nats_url)
         js = nc.jetstream()
-        messages = (
-            ("xce.ctl.jobs", b'{"jobs":[{"jobid":%d,"queue":"normal"}]}' % i)
-            if i % 2
-            else ("xce.ctl.job_state", b'{"jobid":%d,"state":"DONE"}' % (i - 1))
-            for i in range(1, ALONE_EVENTS + 1)
-        )
+        await ensure_streams(js)
+        await ensure_ctl_streams(js)
         total = await fill(js, messages)
-        with service(
-            logs, "bridge-alone", "xce_driver.live.bridge", nats_url, "--round-interval", "3600"
-        ):
-            rate = await timed(lambda: stream_last(js), total)
+        with worker:
+            rate = await timed(lambda: progress(js), total)
         await nc.close()
         return rate
 
-    return asyncio.run(core()), asyncio.run(bridge())
+    return asyncio.run(go())
 
 
 @contextlib.contextmanager
