@@ -132,12 +132,7 @@ def core_violations(source: str, filename: str) -> list[str]:
 
 def schemas_violations(source: str, filename: str) -> list[str]:
     """Third-party imports in ``source`` other than pydantic."""
-    found = []
-    for name in imported(ast.parse(source, filename)):
-        top = name.split(".")[0]
-        if top not in sys.stdlib_module_names and top not in SCHEMAS_ALLOWED_THIRD_PARTY:
-            found.append(f"{filename}: imports {name}")
-    return found
+    return service_violations(source, filename, SCHEMAS_ALLOWED_THIRD_PARTY)
 
 
 def service_violations(source: str, filename: str, allowed: frozenset[str]) -> list[str]:
