@@ -48,8 +48,6 @@ import collections
 import contextlib
 import logging
 import math
-import signal
-import sys
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -105,7 +103,15 @@ from xce_driver.live.controller_bus import (
     stream_epoch,
 )
 from xce_driver.live.metrics import BridgeMetrics
-from xce_driver.live.options import LOG_LEVELS, log_level, port, run_service, seconds
+from xce_driver.live.options import (
+    LOG_LEVELS,
+    log_level,
+    log_to_stderr,
+    port,
+    run_service,
+    seconds,
+    serve,
+)
 from xce_driver.live.streams import ensure_streams
 from xce_driver.live.tasks import cancel_and_wait
 
@@ -665,35 +671,12 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-async def _serve(options: BridgeOptions, metrics_port: int | None, addr: str) -> None:
-    metrics = BridgeMetrics()
-    server = metrics.serve(metrics_port, addr) if metrics_port is not None else None
-    bridge = Bridge(options, metrics=metrics)
-    loop = asyncio.get_running_loop()
-    for signum in (signal.SIGTERM, signal.SIGINT):
-        loop.add_signal_handler(signum, bridge.stop)
-    try:
-        await bridge.run()
-    finally:
-        if server is not None:
-            server.shutdown()
-
-
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the bridge until SIGTERM or SIGINT; exit status 0 after a clean stop, 2 on
     a bad option, 1 when NATS cannot be reached or the metrics port not bound."""
     parser = build_parser()
     args = parser.parse_args(argv)
-    level = logging.getLevelName(args.log_level.upper())
-    if not isinstance(level, int):
-        parser.error(f"--log-level: unknown level {args.log_level!r}")
-    logging.basicConfig(
-        level=level,
-        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
-        stream=sys.stderr,
-    )
-    if args.metrics_port is not None and not 0 < args.metrics_port < 65536:
-        parser.error(f"--metrics-port: {args.metrics_port} is not a TCP port (1-65535)")
+    log_to_stderr(args.log_level)  # --log-level and --metrics-port are checked by their types
     try:
         options = BridgeOptions(
             nats_url=args.nats,
@@ -703,9 +686,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         )
     except ValueError as exc:
         parser.error(f"--round-interval: {exc}")
-    return run_service(
-        "xce-bridge", _serve(options, args.metrics_port, args.metrics_addr), nats=args.nats
-    )
+    metrics = BridgeMetrics()
+    bridge = Bridge(options, metrics=metrics)
+    serving = serve(bridge, metrics, args.metrics_port, args.metrics_addr)
+    return run_service("xce-bridge", serving, nats=args.nats)
 
 
 if __name__ == "__main__":

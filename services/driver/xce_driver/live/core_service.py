@@ -119,10 +119,12 @@ from xce_driver.live.metrics import CoreMetrics
 from xce_driver.live.options import (
     LOG_LEVELS,
     log_level,
+    log_to_stderr,
     port,
     redis_url,
     run_service,
     seconds,
+    serve,
 )
 from xce_driver.live.record_stream import (
     RecordStream,
@@ -1052,30 +1054,12 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-async def _serve(options: CoreServiceOptions, metrics_port: int | None, addr: str) -> None:
-    metrics = CoreMetrics()
-    server = metrics.serve(metrics_port, addr) if metrics_port is not None else None
-    service = CoreService(options, metrics=metrics)
-    loop = asyncio.get_running_loop()
-    for signum in (signal.SIGTERM, signal.SIGINT):
-        loop.add_signal_handler(signum, service.stop)
-    try:
-        await service.run()
-    finally:
-        if server is not None:
-            server.shutdown()
-
-
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the core service until SIGTERM or SIGINT; exit status 0 after a clean stop,
     2 on a bad option or an unusable checkpoint, 1 when a server cannot be reached."""
     parser = build_parser()
     args = parser.parse_args(argv)
-    logging.basicConfig(
-        level=args.log_level.upper(),
-        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
-        stream=sys.stderr,
-    )
+    log_to_stderr(args.log_level)
     try:
         options = CoreServiceOptions(
             nats_url=args.nats,
@@ -1089,8 +1073,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         )
     except ValueError as exc:
         parser.error(str(exc))
-    serving = _serve(options, args.metrics_port, args.metrics_addr)
+    metrics = CoreMetrics()
     try:
+        service = CoreService(options, metrics=metrics)
+        serving = serve(service, metrics, args.metrics_port, args.metrics_addr)
         return run_service("xce-core-service", serving, nats=args.nats, redis=args.redis)
     except (CheckpointError, CoreError) as exc:
         print(f"xce-core-service: error: {exc}", file=sys.stderr)

@@ -6,11 +6,14 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import logging
 import math
+import signal
 import sys
 from collections.abc import Coroutine
-from typing import Any
+from typing import Any, Protocol
 from urllib.parse import urlsplit
+from wsgiref.simple_server import WSGIServer
 
 from nats.errors import Error as NatsError
 from redis.exceptions import RedisError
@@ -81,3 +84,47 @@ def run_service(
         return 0
     print(f"{prog}: error: {why}", file=sys.stderr)
     return 1
+
+
+class Service(Protocol):
+    """A live service: ``run`` until ``stop`` is called."""
+
+    async def run(self) -> None: ...
+
+    def stop(self) -> None: ...
+
+
+class ServedMetrics(Protocol):
+    """A service's metrics, served over HTTP on demand."""
+
+    def serve(self, port: int, addr: str = "0.0.0.0") -> WSGIServer: ...
+
+
+def log_to_stderr(level: str) -> None:
+    """Log at ``level`` (one of ``LOG_LEVELS``, any case) to stderr, a line per
+    record with its time, level and logger."""
+    logging.basicConfig(
+        level=level.upper(),
+        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+        stream=sys.stderr,
+    )
+
+
+async def serve(
+    service: Service, metrics: ServedMetrics, metrics_port: int | None, metrics_addr: str
+) -> None:
+    """Serve ``metrics`` on ``metrics_addr:metrics_port`` (not without a port) and run
+    ``service`` until it returns; SIGTERM and SIGINT ask it to stop.
+
+    Raises:
+        OSError: the metrics port cannot be bound (naming it).
+    """
+    server = metrics.serve(metrics_port, metrics_addr) if metrics_port is not None else None
+    loop = asyncio.get_running_loop()
+    for signum in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(signum, service.stop)
+    try:
+        await service.run()
+    finally:
+        if server is not None:
+            server.shutdown()
