@@ -69,7 +69,7 @@ import os
 import signal
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 import orjson
@@ -642,11 +642,7 @@ class CoreService:
                 not be stored within ``STOP_GRACE_S``; nothing is acknowledged, no
                 checkpoint is written.
         """
-        if batch.decisions:
-            assert self._decisions_out is not None
-            stored = await self._decisions_out.publish(batch.decisions, self._decision_stored)
-            if stored < len(batch.decisions):
-                raise NatsError(f"decisions up to event seq {self.seq} not stored before stopping")
+        await self._store(self._decisions_out, batch.decisions, self._decision_stored)
         await self._flush_records()
         for subject, data, seq, reason in batch.letters:
             await self._dead_letter(subject, data, seq, reason)
@@ -775,13 +771,28 @@ class CoreService:
         Raises:
             nats.errors.Error: stopping, and they could not be stored in time.
         """
-        if not self._records_queue:
-            return
-        assert self._records_out is not None
         queued, self._records_queue = self._records_queue, []
-        stored = await self._records_out.publish(queued, self._record_stored)
-        if stored < len(queued):
-            raise NatsError(f"recording messages up to event seq {self.seq} not stored")
+        await self._store(self._records_out, queued, self._record_stored)
+
+    async def _store(
+        self,
+        publisher: ChainedPublisher | None,
+        items: list[Outgoing],
+        confirm: Callable[[Outgoing], None],
+    ) -> None:
+        """Put ``items`` on ``publisher``'s stream, in order.
+
+        Raises:
+            nats.errors.Error: stopping, and not all were stored in time.
+        """
+        if not items:
+            return
+        assert publisher is not None
+        if await publisher.publish(items, confirm) < len(items):
+            raise NatsError(
+                f"{publisher.stream}: messages up to event seq {self.seq} not stored before "
+                "stopping"
+            )
 
     def _record_published(self, skipped: bool) -> None:
         if skipped:  # those made are counted once stored (_record_stored)
