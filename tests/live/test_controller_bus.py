@@ -154,3 +154,15 @@ def test_a_reader_whose_connection_is_closed_for_good_raises_instead_of_spinning
             await asyncio.wait_for(reader.next(), 5)
 
     run(go())
+
+
+def test_a_publisher_whose_connection_is_closed_for_good_raises(nats_url: str) -> None:
+    async def go() -> None:
+        nc = await nats.connect(nats_url)
+        await fresh_stream(nc)
+        publisher = ChainedPublisher(nc, STREAM, ack_timeout_s=1)
+        await nc.close()
+        with pytest.raises(ConnectionClosedError):
+            await asyncio.wait_for(publisher.publish(outgoing(3), lambda _: None), 10)
+
+    run(go())

@@ -451,11 +451,13 @@ def test_a_connection_closed_for_good_stops_the_service_with_the_error(
 
     async def go() -> None:
         task = asyncio.create_task(service.run())
+        async with connected(nats_url) as js:
+            await publish(js, scenario()[:1])
 
-        async def fetching() -> bool:
-            return service._decisions_out is not None
+        async def handling() -> bool:  # past start-up: in its loop
+            return service.seq >= 1
 
-        await wait_until(fetching, "the service to start")
+        await wait_until(handling, "the service to handle an event")
         assert service._nc is not None
         await service._nc.close()
         with pytest.raises(ConnectionClosedError):

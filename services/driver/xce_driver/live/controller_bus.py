@@ -310,6 +310,9 @@ class ChainedPublisher:
         Returns:
             How many were put (fewer than ``len(batch)`` only once
             ``give_up_after_s`` of failures passed).
+
+        Raises:
+            nats.errors.ConnectionClosedError: the client is closed for good.
         """
         pos = 0
         delay = 0.05
@@ -328,6 +331,8 @@ class ChainedPublisher:
             if resynced > pos or self.chain != chain:
                 pos = resynced  # progress, or another publisher's message: go on at once
                 continue
+            if self._nc.is_closed:  # closed for good (nats-py): no retry can succeed
+                raise ConnectionClosedError
             self._on_retry()
             log.warning(
                 "publish of %s to %s failed (%s); retrying in %.2f s",
