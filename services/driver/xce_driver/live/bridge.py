@@ -418,9 +418,9 @@ class Bridge:
     async def _reader(self, stream: str, durable: str, position: int) -> InOrderReader:
         """A reader of ``stream`` through the bridge's consumer ``durable``, after
         ``position``, batched as the options say."""
-        assert self._js is not None
+        assert self._nc is not None
         return await InOrderReader.bind(
-            self._js,
+            self._nc,
             stream,
             durable,
             position=position,

@@ -43,6 +43,7 @@ from xce_schemas.controller import (
     CTL_SUBJECTS,
 )
 
+from xce_driver.live.pull import PullConsumer
 from xce_driver.live.streams import ensure_stream, stream_config
 
 log = logging.getLogger("xce_driver.live.controller_bus")
@@ -124,7 +125,7 @@ class InOrderReader:
     Args:
         js: a JetStream context.
         stream: the stream's name.
-        sub: a pull subscription bound to the consumer.
+        sub: the consumer's ``PullConsumer``.
         position: the last sequence already done; the reader hands over the
             messages after it.
         batch: most messages per fetch (≥ 1).
@@ -135,7 +136,7 @@ class InOrderReader:
         self,
         js: JetStreamContext,
         stream: str,
-        sub: JetStreamContext.PullSubscription,
+        sub: PullConsumer,
         *,
         position: int,
         batch: int = 256,
@@ -152,7 +153,7 @@ class InOrderReader:
     @classmethod
     async def bind(
         cls,
-        js: JetStreamContext,
+        nc: NatsClient,
         stream: str,
         durable: str,
         *,
@@ -160,14 +161,21 @@ class InOrderReader:
         batch: int = 256,
         fetch_timeout_s: float = 0.5,
     ) -> InOrderReader:
-        """A reader of ``stream`` through its existing durable consumer ``durable``
-        (arguments as for the constructor).
+        """A reader of ``stream`` through its existing durable consumer ``durable``,
+        on the connection ``nc`` (other arguments as for the constructor).
 
         Raises:
-            nats.errors.Error: the consumer cannot be bound (e.g. it does not exist).
+            nats.errors.Error: the reply subscription could not be made.
         """
-        sub = await js.pull_subscribe_bind(durable=durable, stream=stream)
-        return cls(js, stream, sub, position=position, batch=batch, fetch_timeout_s=fetch_timeout_s)
+        sub = await PullConsumer.bind(nc, stream, durable)
+        return cls(
+            nc.jetstream(),
+            stream,
+            sub,
+            position=position,
+            batch=batch,
+            fetch_timeout_s=fetch_timeout_s,
+        )
 
     async def next(self) -> tuple[list[Delivered], list[Msg]]:
         """The next messages in order, and the deliveries of messages already handed

@@ -126,6 +126,7 @@ from xce_driver.live.options import (
     seconds,
     serve,
 )
+from xce_driver.live.pull import PullConsumer
 from xce_driver.live.record_stream import (
     RecordStream,
     ensure_record_stream,
@@ -460,7 +461,7 @@ class CoreService:
             log.info("decisions already published up to event seq %d, index %d", *mark)
         return mark
 
-    async def _subscribe(self) -> JetStreamContext.PullSubscription:
+    async def _subscribe(self) -> PullConsumer:
         """The durable consumer, recreated to start right after the checkpoint."""
         assert self._js is not None
         js, durable = self._js, self.options.durable
@@ -496,34 +497,28 @@ class CoreService:
             max_ack_pending=max(1000, self.options.fetch_batch),
         )
         await js.add_consumer(EVENTS_STREAM, config)
-        return await js.pull_subscribe_bind(durable=durable, stream=EVENTS_STREAM)
+        assert self._nc is not None
+        return await PullConsumer.bind(self._nc, EVENTS_STREAM, durable)
 
     # --- the loop ----------------------------------------------------------------------
 
     async def _loop(self) -> None:
+        # The consumer keeps a pull request open while a batch is handled and
+        # flushed, so the next batch is on its way meanwhile.
         sub = await self._subscribe()
-        fetching: asyncio.Task[list[Msg]] | None = None
         try:
             while not self._stop.is_set():
-                if fetching is None:
-                    fetching = asyncio.create_task(self._fetch(sub))
-                msgs = await fetching
-                fetching = None
+                msgs = await self._fetch(sub)
                 if msgs:
                     async with self._busy:
-                        batch = await self._handle(msgs)
-                        if not self._stop.is_set():
-                            # The next fetch's round trip overlaps this batch's flush.
-                            fetching = asyncio.create_task(self._fetch(sub))
-                        await self._flush(batch)
+                        await self._flush(await self._handle(msgs))
                 if self._checkpoint_due():
                     async with self._busy:
                         await self._checkpoint()
-        finally:
-            if fetching is not None:  # its events are delivered again to the next start
-                await cancel_and_wait(fetching)
+        finally:  # deliveries not taken come again to the next start
+            await sub.unsubscribe()
 
-    async def _fetch(self, sub: JetStreamContext.PullSubscription) -> list[Msg]:
+    async def _fetch(self, sub: PullConsumer) -> list[Msg]:
         """The next deliveries (none within the fetch timeout, or after a failed
         fetch, logged).
 

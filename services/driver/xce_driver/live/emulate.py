@@ -227,7 +227,8 @@ class LiveEmulator(Workload):
         info = await js.add_consumer(CTL_DECISIONS_STREAM, config)
         stream = await js.stream_info(CTL_DECISIONS_STREAM)
         position = consumer_position(info, stream)
-        return await InOrderReader.bind(js, CTL_DECISIONS_STREAM, durable, position=position)
+        assert self._nc is not None
+        return await InOrderReader.bind(self._nc, CTL_DECISIONS_STREAM, durable, position=position)
 
     async def _watch_silence(self) -> None:
         """Say so, every ``SILENCE_S`` seconds, while no decision arrives: without a
