@@ -25,12 +25,18 @@ class FreeSlotIndex:
     Host positions are the hosts' places in host order (0, 1, ...). Only hosts with
     ``free >= 1`` are held. The caller keeps it in step with every change of a
     host's free slots through ``update``.
+
+    Besides the buckets, every held position is also in one sorted list: a request
+    that any held host can take (one slot, or no more than the fewest free slots
+    held) is answered from it in O(1) (the count) and without merging buckets (the
+    hosts in order). That is the common case: most jobs ask for one slot.
     """
 
-    __slots__ = ("_buckets", "_free", "_total")
+    __slots__ = ("_any", "_buckets", "_free", "_total")
 
     def __init__(self) -> None:
         self._buckets: SortedDict = SortedDict()  # free slots → SortedList of positions
+        self._any: SortedList = SortedList()  # every position with free >= 1
         self._free: list[int] = []  # by position; dense, since positions are 0, 1, ...
         self._total = 0
 
@@ -48,21 +54,33 @@ class FreeSlotIndex:
         if position >= len(self._free):
             self._free.extend([0] * (position + 1 - len(self._free)))
         old = self._free[position]
+        if old == free:
+            return
         self._free[position] = free
         if old:
             bucket = self._buckets[old]
             bucket.remove(position)
             if not bucket:
                 del self._buckets[old]
+            if not free:
+                self._any.remove(position)
         if free > 0:
             bucket = self._buckets.get(free)
             if bucket is None:
                 bucket = self._buckets[free] = SortedList()
             bucket.add(position)
+            if not old:
+                self._any.add(position)
         self._total += free - old
+
+    def _all_qualify(self, slots: int) -> bool:
+        """Whether every indexed host has at least ``slots`` free."""
+        return slots <= 1 or not self._buckets or slots <= self._buckets.peekitem(0)[0]
 
     def count_at_least(self, slots: int) -> int:
         """How many hosts have at least ``slots`` free (``slots`` ≥ 1)."""
+        if self._all_qualify(slots):
+            return len(self._any)
         buckets = self._buckets
         return sum(len(buckets[free]) for free in buckets.irange(minimum=slots))
 
@@ -71,6 +89,8 @@ class FreeSlotIndex:
 
         The index must not change while the iterator is in use.
         """
+        if self._all_qualify(slots):
+            return iter(self._any)
         buckets: list[Iterator[int]] = [
             iter(self._buckets[free]) for free in self._buckets.irange(minimum=slots)
         ]
