@@ -112,6 +112,7 @@ from xce_driver.live.options import (
     seconds,
     serve,
 )
+from xce_driver.live.pull import stream_seq
 from xce_driver.live.streams import ensure_streams
 from xce_driver.live.tasks import cancel_and_wait
 
@@ -434,7 +435,7 @@ class Bridge:
         while True:
             fresh, stale = await reader.next()
             for msg in stale:
-                seq = msg.metadata.sequence.stream
+                seq = stream_seq(msg)
                 if seq <= self._ctl_done:
                     await self._ack(msg)
                 else:  # its event is on its way: acknowledged once the stream has it
@@ -617,10 +618,10 @@ class Bridge:
             done = [
                 msg
                 for msg in (*stale, *(item.msg for item in fresh if item.msg is not None))
-                if msg.metadata.sequence.stream <= self._forward_done
+                if stream_seq(msg) <= self._forward_done
             ]
             if done:
-                await self._ack(max(done, key=lambda msg: msg.metadata.sequence.stream))
+                await self._ack(max(done, key=stream_seq))
 
     def _forwarded(self, item: Outgoing) -> None:
         op, seq = cast(tuple[str, int], item.tag)

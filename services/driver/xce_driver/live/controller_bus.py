@@ -43,7 +43,7 @@ from xce_schemas.controller import (
     CTL_SUBJECTS,
 )
 
-from xce_driver.live.pull import PullConsumer
+from xce_driver.live.pull import PullConsumer, stream_seq
 from xce_driver.live.streams import ensure_stream, stream_config
 
 log = logging.getLogger("xce_driver.live.controller_bus")
@@ -201,7 +201,7 @@ class InOrderReader:
         fresh: list[Delivered] = []
         stale: list[Msg] = []
         for msg in msgs:
-            seq = msg.metadata.sequence.stream
+            seq = stream_seq(msg)
             if seq <= self.position:
                 stale.append(msg)
                 continue

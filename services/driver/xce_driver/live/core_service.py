@@ -126,7 +126,7 @@ from xce_driver.live.options import (
     seconds,
     serve,
 )
-from xce_driver.live.pull import PullConsumer
+from xce_driver.live.pull import PullConsumer, stream_seq
 from xce_driver.live.record_stream import (
     RecordStream,
     ensure_record_stream,
@@ -554,7 +554,7 @@ class CoreService:
         for msg in msgs:
             if self._stop.is_set():
                 break  # not acknowledged: a restart starts after the checkpoint
-            seq = msg.metadata.sequence.stream
+            seq = stream_seq(msg)
             batch.delivered(msg, seq)
             if seq <= self.seq:  # a redelivery of an event already handled
                 continue

@@ -33,7 +33,7 @@ import orjson
 from nats.aio.client import Client as NatsClient
 from nats.aio.msg import Msg
 from nats.aio.subscription import Subscription
-from nats.errors import ConnectionClosedError
+from nats.errors import ConnectionClosedError, NotJSMessageError
 from nats.js.api import Header, StatusCode
 from nats.js.errors import APIError
 
@@ -163,3 +163,24 @@ class PullConsumer:
         await self._nc.publish(
             self._api, orjson.dumps({"batch": batch, "expires": expires_ns}), reply=reply
         )
+
+
+#: Tokens of a delivery's reply subject without domain and account (the short form).
+_SHORT_ACK_TOKENS = 9
+
+
+def stream_seq(msg: Msg) -> int:
+    """The stream sequence of a consumer's delivery, read from its reply subject:
+    ``$JS.ACK.<stream>.<consumer>.<delivered>.<stream seq>.<consumer seq>.<ts>.<pending>``,
+    or the longer form with domain and account hash after ``ACK``. This is the part
+    of ``msg.metadata`` the readers need per message, without the rest it builds (a
+    datetime and three objects: about a tenth of the bridge's CPU when it was used).
+
+    Raises:
+        nats.errors.NotJSMessageError: ``msg`` is not a JetStream delivery.
+    """
+    reply = msg.reply
+    if not reply.startswith("$JS.ACK."):
+        raise NotJSMessageError
+    tokens = reply.split(".")
+    return int(tokens[5] if len(tokens) == _SHORT_ACK_TOKENS else tokens[Msg.Ack.StreamSeq])
