@@ -61,8 +61,7 @@ def test_fetches_return_the_stream_in_order_at_most_a_batch_each_every_message_o
     nats_url: str,
 ) -> None:
     """1,000 messages through batches of 256: stream sequences 1..1000 in order, none
-    twice, no fetch longer than the batch (though deliveries of two requests pile up
-    between fetches), and nothing more afterwards."""
+    twice, no fetch longer than the batch, and nothing more afterwards."""
 
     async def go() -> tuple[list[int], list[int], list[bytes]]:
         async with new_stream(nats_url) as (nc, stream, subject):
@@ -87,6 +86,34 @@ def test_fetches_return_the_stream_in_order_at_most_a_batch_each_every_message_o
     assert data == [str(i).encode() for i in range(1000)]
     assert all(1 <= size <= 256 for size in sizes), sizes
     assert max(sizes) == 256
+
+
+def test_a_fetch_with_a_smaller_batch_takes_at_most_that_many_and_leaves_the_rest(
+    nats_url: str,
+) -> None:
+    """Deliveries of a 256-message request wait for later fetches of 1 and of 50:
+    each takes at most its own batch, the rest stays, in order, for the next."""
+
+    async def go() -> tuple[list[int], list[int]]:
+        async with new_stream(nats_url) as (nc, stream, subject):
+            await publish(nc, subject, 300)
+            consumer = await PullConsumer.bind(nc, stream, DURABLE)
+            seqs = [msg.metadata.sequence.stream for msg in await consumer.fetch(256, timeout=2)]
+            await asyncio.sleep(0.3)  # the rest of the open request's deliveries arrive
+            sizes: list[int] = []
+            for batch in (1, *[50] * 20):
+                if len(seqs) >= 300:
+                    break
+                msgs = await consumer.fetch(batch, timeout=2)
+                sizes.append(len(msgs))
+                seqs.extend(msg.metadata.sequence.stream for msg in msgs)
+            await consumer.unsubscribe()
+        return sizes, seqs
+
+    sizes, seqs = run(go())
+    assert seqs == list(range(1, 301))
+    assert sizes[0] == 1
+    assert all(1 <= size <= 50 for size in sizes[1:]), sizes
 
 
 def test_a_fetch_on_an_empty_stream_raises_timeout_error(nats_url: str) -> None:
@@ -150,13 +177,29 @@ def test_after_a_request_expired_later_messages_are_still_fetched(nats_url: str)
     assert run(go()) == [1, 2, 3]
 
 
-@pytest.mark.xfail(
-    strict=True,
-    raises=TimeoutError,
-    reason="PullConsumer._on_msg calls APIError.from_msg, which raises instead of "
-    "returning the error: the 409 'Consumer Deleted' answer is lost in the callback "
-    "and fetch raises TimeoutError after its full timeout",
-)
+def test_a_fetch_waits_its_own_timeout_even_when_the_open_request_ends_sooner(
+    nats_url: str,
+) -> None:
+    """A fetch (0.5 s) returns and leaves a request open that expires 0.5 s later;
+    0.3 s on, a fetch with a 5 s timeout still gets a message published 1 s into it
+    ("nothing arrived within ``timeout``" is the only ``TimeoutError``)."""
+
+    async def go() -> list[bytes]:
+        async with new_stream(nats_url) as (nc, stream, subject):
+            consumer = await PullConsumer.bind(nc, stream, DURABLE)
+            await publish(nc, subject, 1)
+            assert len(await consumer.fetch(10, timeout=0.5)) == 1  # and opens a request
+            await asyncio.sleep(0.3)  # handling that batch
+            fetching = asyncio.create_task(consumer.fetch(10, timeout=5))
+            await asyncio.sleep(1)
+            await publish(nc, subject, 1, start=1)
+            msgs = await asyncio.wait_for(fetching, 10)
+            await consumer.unsubscribe()
+        return [msg.data for msg in msgs]
+
+    assert run(go()) == [b"1"]
+
+
 @pytest.mark.parametrize("when", ["while_a_fetch_waits", "between_fetches"])
 def test_a_fetch_from_a_deleted_consumer_raises_a_nats_error(nats_url: str, when: str) -> None:
     """The server answers the open request of a deleted consumer with ``409 Consumer

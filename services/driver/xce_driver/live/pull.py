@@ -115,7 +115,10 @@ class PullConsumer:
             return  # a late answer to an earlier request
         self._request = None
         if status not in _ENDS:
-            self._error = APIError.from_msg(msg)
+            try:
+                APIError.from_msg(msg)  # raises the error the status stands for
+            except APIError as exc:
+                self._error = exc
         self._arrived.set()
 
     async def fetch(self, batch: int, timeout: float) -> list[Msg]:
@@ -129,24 +132,28 @@ class PullConsumer:
                 consumer was deleted).
             nats.errors.ConnectionClosedError: the client is closed for good.
         """
-        if not self._ready:
+        deadline = time.monotonic() + timeout
+        while not self._ready:
             if self._nc.is_closed:
                 raise ConnectionClosedError
+            if self._error is not None:
+                error, self._error = self._error, None
+                raise error
             now = time.monotonic()
+            left = deadline - now
+            if left <= 0:
+                raise TimeoutError
             request = self._request
             if request is not None and now > request.deadline + LOST_REQUEST_GRACE_S:
                 self._request = request = None  # never answered: lost with its server
             self._arrived.clear()
             if request is None:
-                await self._pull(batch, timeout, now)
+                await self._pull(batch, left, now)
             if not self._ready and self._error is None:
+                # Woken by a message, or by the end of the open request (then a new
+                # one goes out on the next turn, until this fetch's own deadline).
                 with contextlib.suppress(TimeoutError):
-                    await asyncio.wait_for(self._arrived.wait(), timeout)
-            if self._error is not None:
-                error, self._error = self._error, None
-                raise error
-            if not self._ready:
-                raise TimeoutError
+                    await asyncio.wait_for(self._arrived.wait(), left)
         ready = self._ready
         taken = [ready.popleft() for _ in range(min(batch, len(ready)))]
         if self._request is None and not self._nc.is_closed:
