@@ -43,16 +43,21 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import errno
 import logging
+import math
+import os
 import re
 import secrets
 import signal
+import socket
 import sys
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
+from wsgiref.simple_server import WSGIServer
 
 import nats
 import redis.asyncio as aioredis
@@ -69,7 +74,7 @@ from nats.js.api import (
     StorageType,
     StreamConfig,
 )
-from nats.js.errors import BadRequestError, NotFoundError
+from nats.js.errors import BadRequestError, NotFoundError, ServiceUnavailableError
 from pydantic import ValidationError
 from redis.exceptions import RedisError
 from xce_schemas.admin import (
@@ -103,18 +108,38 @@ from xce_schemas.bus import (
 from xce_schemas.errors import describe
 
 from xce_recorder.metrics import RecorderMetrics
+from xce_recorder.options import (
+    LOG_LEVELS,
+    Parser,
+    log_level,
+    nats_servers,
+    nats_url,
+    port,
+    reason,
+    redis_url,
+    root_reason,
+    seconds,
+    stop_wait,
+    whole,
+)
 from xce_recorder.sink import export_stream
 
 log = logging.getLogger("xce_recorder.service")
 
 #: The longest wait for one answer to a stop before asking again, s.
 STOP_RETRY_S = 5.0
+#: NATS connection attempts at start before giving up (a wrong URL fails in about a
+#: second, with one error); once connected, the recorder reconnects without end.
+START_ATTEMPTS = 3
+#: Wait between two NATS connection attempts, s.
+RECONNECT_WAIT_S = 0.2
 #: Event line types (every ``type`` but these three).
 _NOT_EVENTS = frozenset({"HEADER", "SNAPSHOT", "DECISION"})
 
 
 class ConnectError(OSError):
-    """A server that does not answer when the recorder starts (the message names it)."""
+    """A server that cannot be reached when the recorder starts: the message names it
+    and says why in one line (``NATS at nats://127.0.0.1:1: connection refused``)."""
 
 
 class StartError(RuntimeError):
@@ -147,7 +172,8 @@ class RecorderOptions:
         start_timeout_s: the longest a start may take (the core catching up to the
             stream's end first), s; less than the admin API's command timeout (60 s),
             so a slow start is answered with its reason rather than timing out there.
-        connect_timeout_s: the longest the recorder waits for NATS when it starts, s.
+        connect_timeout_s: the longest the recorder waits for NATS, and then for
+            Redis, when it starts, s (> 0).
 
     Raises:
         ValueError: an option out of range.
@@ -164,14 +190,16 @@ class RecorderOptions:
     connect_timeout_s: float = 10.0
 
     def __post_init__(self) -> None:
-        if self.snapshot_interval < 0:
-            raise ValueError(f"snapshot interval must be 0 or more, not {self.snapshot_interval}")
-        if self.fetch_batch < 1:
+        if not self.snapshot_interval >= 0:
+            raise ValueError(f"snapshot_interval must be 0 or more, not {self.snapshot_interval}")
+        if not self.fetch_batch >= 1:
             raise ValueError(f"fetch_batch must be 1 or more, not {self.fetch_batch}")
-        if self.poll_s <= 0 or self.stop_wait_s < 0 or self.start_timeout_s <= 0:
-            raise ValueError("poll_s and start_timeout_s must be positive, stop_wait_s ≥ 0")
-        if self.connect_timeout_s <= 0:
-            raise ValueError(f"connect timeout must be positive, not {self.connect_timeout_s}")
+        for name in ("poll_s", "start_timeout_s", "connect_timeout_s"):
+            value = getattr(self, name)
+            if not 0 < value < math.inf:  # nan too
+                raise ValueError(f"{name} must be positive and finite, not {value}")
+        if not 0 <= self.stop_wait_s < math.inf:
+            raise ValueError(f"stop_wait_s must be 0 or more and finite, not {self.stop_wait_s}")
 
 
 def recording_id(name: str, suffix: str | None = None) -> str:
@@ -371,50 +399,108 @@ class RecorderService:
         """Connect, answer control requests and record until ``stop`` is set.
 
         Raises:
-            nats.errors.Error, redis.exceptions.RedisError, OSError: a server cannot be
-                reached at start, or the recordings folder cannot be created.
+            ConnectError: NATS or Redis cannot be reached at start, or NATS has no
+                JetStream (one line naming the server and why).
+            nats.errors.Error, redis.exceptions.RedisError: a server fails while the
+                recorder gets ready.
+            OSError: the recordings folder cannot be created.
         """
         if stop is not None:
             self._stop = stop
         self.options.recordings_dir.mkdir(parents=True, exist_ok=True)
-        connecting = nats.connect(
-            self.options.nats_url,
-            name="xce-recorder",
-            max_reconnect_attempts=-1,  # later outages are waited out
-            reconnect_time_wait=0.2,
-            error_cb=self._nats_error,
-        )
+        nc = self._nc = await self._connect_nats()
         try:
-            nc = self._nc = await asyncio.wait_for(connecting, self.options.connect_timeout_s)
-        except TimeoutError:
-            raise ConnectError(
-                f"NATS at {self.options.nats_url} did not answer within "
-                f"{self.options.connect_timeout_s:g} s"
-            ) from None
-        self._js = nc.jetstream()
-        self._redis = aioredis.Redis.from_url(self.options.redis_url)
-        try:
-            await ensure_record_stream(self._js)
-            await self._recover()
-            await self._save_status()
-            sub = await nc.subscribe(RECORDER_CONTROL_SUBJECT, cb=self._control)
+            self._js = nc.jetstream()
+            self._redis = await self._connect_redis()
             try:
-                await self._loop()
+                try:
+                    await ensure_record_stream(self._js)
+                except (ServiceUnavailableError, NoRespondersError):
+                    raise ConnectError(
+                        f"NATS at {self.options.nats_url}: JetStream is not enabled "
+                        "(start nats-server with -js)"
+                    ) from None
+                await self._recover()
+                await self._save_status()
+                sub = await nc.subscribe(RECORDER_CONTROL_SUBJECT, cb=self._control)
+                try:
+                    await self._loop()
+                finally:
+                    with contextlib.suppress(NatsError):
+                        await sub.unsubscribe()
             finally:
-                with contextlib.suppress(NatsError):
-                    await sub.unsubscribe()
+                await self._redis.aclose()
         finally:
-            await self._redis.aclose()
             if not nc.is_closed:
                 await nc.close()
+
+    async def _connect_nats(self) -> NatsClient:
+        """A client connected to ``options.nats_url`` that reconnects without end.
+
+        Failed tries at start are logged at DEBUG only: the error says why.
+
+        Raises:
+            ConnectError: no server answered ``START_ATTEMPTS`` tries, or not within
+                ``connect_timeout_s``.
+        """
+        url, timeout = self.options.nats_url, self.options.connect_timeout_s
+        failures: list[BaseException] = []
+        nc_connected = False
+
+        async def error_cb(exc: Exception) -> None:
+            if nc_connected:
+                log.warning("nats: %s", exc)
+            else:
+                failures.append(exc)
+                log.debug("nats (connecting): %s", exc)
+
+        try:
+            servers = nats_servers(url)
+        except ValueError as exc:
+            raise ConnectError(f"NATS at {url}: not a NATS URL ({exc})") from None
+        connecting = nats.connect(
+            servers,
+            name="xce-recorder",
+            max_reconnect_attempts=START_ATTEMPTS,
+            reconnect_time_wait=RECONNECT_WAIT_S,
+            connect_timeout=timeout,
+            error_cb=error_cb,
+        )
+        try:
+            nc = await asyncio.wait_for(connecting, timeout)
+        except (TimeoutError, NatsError, OSError) as exc:
+            last = failures[-1] if failures else exc
+            if isinstance(last, TimeoutError):  # asyncio's and nats-py's
+                raise ConnectError(f"NATS at {url} did not answer within {timeout:g} s") from None
+            raise ConnectError(f"NATS at {url}: {reason(last)}") from None
+        nc.options["max_reconnect_attempts"] = -1  # later outages are waited out
+        nc_connected = True
+        return nc
+
+    async def _connect_redis(self) -> aioredis.Redis:
+        """A client of ``options.redis_url`` that has answered a PING.
+
+        Raises:
+            ConnectError: Redis cannot be reached, refuses or does not answer within
+                ``connect_timeout_s``.
+        """
+        url, timeout = self.options.redis_url, self.options.connect_timeout_s
+        client = aioredis.Redis.from_url(url)
+        try:
+            await asyncio.wait_for(client.ping(), timeout)
+        except TimeoutError:
+            why = f"Redis at {url} did not answer within {timeout:g} s"
+        except RedisError as exc:
+            why = f"Redis at {url}: {root_reason(exc)}"
+        else:
+            return client
+        await client.aclose()
+        raise ConnectError(why)
 
     def stop(self) -> None:
         """Ask ``run`` to finish the recording at hand, export it and return."""
         self._stop.set()
         self._wake.set()
-
-    async def _nats_error(self, exc: Exception) -> None:
-        log.warning("nats: %s", exc)
 
     async def _loop(self) -> None:
         last_beat = 0.0
@@ -841,54 +927,91 @@ def _default_name() -> str:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    """The ``xce-recorder`` command line."""
-    parser = argparse.ArgumentParser(
+    """The ``xce-recorder`` command line: every value checked by its type, so that a
+    bad one is one line naming the option and what it may be, exit status 2."""
+    parser = Parser(
         prog="xce-recorder",
         description="Store the core service's record stream (XCE_RECORD: events, decisions, "
         "snapshots) in Redis and export each recording to a JSONL file; controlled on "
         f"NATS subject {RECORDER_CONTROL_SUBJECT} (xceadmin scheduler record start|stop).",
     )
-    parser.add_argument("--nats", default="nats://127.0.0.1:4222", help="NATS server URL")
-    parser.add_argument("--redis", default="redis://127.0.0.1:6379/0", help="Redis URL")
+    parser.add_argument(
+        "--nats",
+        type=nats_url,
+        default="nats://127.0.0.1:4222",
+        help="NATS server URL; several separated by commas (default nats://127.0.0.1:4222)",
+    )
+    parser.add_argument(
+        "--redis",
+        type=redis_url,
+        default="redis://127.0.0.1:6379/0",
+        help="Redis URL (default redis://127.0.0.1:6379/0)",
+    )
     parser.add_argument(
         "--recordings-dir",
         type=Path,
         default=Path("recordings"),
-        help="where recordings are exported (default ./recordings)",
+        help="where recordings are exported, made if missing (default ./recordings)",
     )
     parser.add_argument(
         "--record-snapshot-interval",
-        type=int,
+        type=whole,
         default=10_000,
         metavar="N",
         help="a SNAPSHOT every N recorded events; 0: only the first (default 10000)",
     )
     parser.add_argument(
         "--stop-wait",
-        type=float,
+        type=stop_wait,
         default=30.0,
         metavar="S",
-        help="on stop, wait at most S seconds for the core service to end the recording "
-        "(default 30)",
+        help="on stop, wait at most S seconds (finite, ≥ 0) for the core service to end the "
+        "recording; it then ends at the last whole event read (default 30)",
     )
     parser.add_argument(
         "--connect-timeout",
-        type=float,
+        type=seconds,
         default=10.0,
         metavar="S",
-        help="give up when NATS does not answer within S seconds at start (default 10)",
+        help="give up when NATS or Redis does not answer within S seconds at start (default 10)",
     )
     parser.add_argument(
-        "--metrics-port", type=int, default=None, metavar="P", help="serve /metrics on port P"
+        "--metrics-port", type=port, default=None, metavar="P", help="serve /metrics on port P"
     )
-    parser.add_argument("--metrics-addr", default="0.0.0.0", help="address /metrics binds")
-    parser.add_argument("--log-level", default="INFO", help="DEBUG, INFO, WARNING, ERROR")
+    parser.add_argument(
+        "--metrics-addr", default="0.0.0.0", help="address /metrics binds (default 0.0.0.0)"
+    )
+    parser.add_argument(
+        "--log-level",
+        type=log_level,
+        default="INFO",
+        help=", ".join(LOG_LEVELS) + " (default INFO)",
+    )
     return parser
+
+
+def _serve_metrics(metrics: RecorderMetrics, metrics_port: int, addr: str) -> WSGIServer:
+    """``metrics.serve``, its failure one line naming the option at fault.
+
+    Raises:
+        OSError: the address or the port cannot be bound.
+    """
+    try:
+        return metrics.serve(metrics_port, addr)
+    except OSError as exc:
+        at_fault = (
+            f"--metrics-addr {addr}"
+            if isinstance(exc, socket.gaierror) or exc.errno == errno.EADDRNOTAVAIL
+            else f"--metrics-port {metrics_port}"
+        )
+        raise OSError(
+            f"{at_fault}: cannot serve /metrics on {addr}:{metrics_port}: {reason(exc)}"
+        ) from None
 
 
 async def _serve(options: RecorderOptions, metrics_port: int | None, addr: str) -> None:
     metrics = RecorderMetrics()
-    server = metrics.serve(metrics_port, addr) if metrics_port is not None else None
+    server = _serve_metrics(metrics, metrics_port, addr) if metrics_port is not None else None
     service = RecorderService(options, metrics=metrics)
     loop = asyncio.get_running_loop()
     for signum in (signal.SIGTERM, signal.SIGINT):
@@ -900,34 +1023,54 @@ async def _serve(options: RecorderOptions, metrics_port: int | None, addr: str) 
             server.shutdown()
 
 
+def _make_folder(path: Path) -> str | None:
+    """Make the recordings folder ``path``; None, or why it cannot be used."""
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+    except FileExistsError:
+        return "not a folder"
+    except OSError as exc:
+        return f"cannot make the folder: {reason(exc)}"
+    if not os.access(path, os.W_OK | os.X_OK):
+        return "not writable"
+    return None
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the recorder until SIGTERM or SIGINT (a recording on is finished and
     exported first); exit status 0 after a clean stop, 2 on a bad option, 1 when a
-    server cannot be reached or the recordings folder cannot be made."""
-    parser = build_parser()
-    args = parser.parse_args(argv)
+    server cannot be reached, the metrics port not bound or the recordings folder
+    not made: always after one line on stderr naming it, never a traceback."""
+    args = build_parser().parse_args(argv)
     logging.basicConfig(
-        level=args.log_level.upper(),
+        level=args.log_level,
         format="%(asctime)s %(levelname)s %(name)s: %(message)s",
         stream=sys.stderr,
     )
-    try:
-        options = RecorderOptions(
-            nats_url=args.nats,
-            redis_url=args.redis,
-            recordings_dir=args.recordings_dir,
-            snapshot_interval=args.record_snapshot_interval,
-            stop_wait_s=args.stop_wait,
-            connect_timeout_s=args.connect_timeout,
-        )
-    except ValueError as exc:
-        parser.error(str(exc))
-    try:
-        asyncio.run(_serve(options, args.metrics_port, args.metrics_addr))
-    except (NatsError, RedisError, OSError) as exc:
-        print(f"xce-recorder: error: {exc}", file=sys.stderr)
-        return 1
-    return 0
+    options = RecorderOptions(
+        nats_url=args.nats,
+        redis_url=args.redis,
+        recordings_dir=args.recordings_dir,
+        snapshot_interval=args.record_snapshot_interval,
+        stop_wait_s=args.stop_wait,
+        connect_timeout_s=args.connect_timeout,
+    )
+    why = _make_folder(options.recordings_dir)
+    if why is not None:
+        why = f"--recordings-dir {options.recordings_dir}: {why}"
+    else:
+        try:
+            asyncio.run(_serve(options, args.metrics_port, args.metrics_addr))
+        except NatsError as exc:  # after connecting (e.g. JetStream refused)
+            why = f"NATS at {options.nats_url}: {exc}"
+        except RedisError as exc:
+            why = f"Redis at {options.redis_url}: {root_reason(exc)}"
+        except OSError as exc:  # ConnectError, the metrics port
+            why = str(exc)
+        else:
+            return 0
+    print(f"xce-recorder: error: {why}", file=sys.stderr)
+    return 1
 
 
 if __name__ == "__main__":
