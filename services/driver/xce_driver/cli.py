@@ -15,7 +15,11 @@ status 2; never a traceback, never a hang.
 Ceilings (checked before anything is built): ``--hosts`` 1,000,000 (``MAX_HOSTS``);
 ``--slots-per-host`` and hosts × slots per host 2**31 - 1 (``MAX_SLOTS``);
 ``--round-interval`` 10**9 s; ``--jobs`` 10,000,000; ``--host-mem`` 2**40 MB;
-``--seed`` 2**64 - 1.
+``--seed`` 2**64 - 1; ``emulate --speed`` 10**9 (``MAX_SPEED``).
+
+``xce-sched emulate`` exits 1 when its run fails: NATS cannot be reached,
+``--timeout`` passed with jobs left, or the core refused jobs of the run (one line
+naming the job and the core's reason).
 """
 
 from __future__ import annotations
@@ -44,7 +48,7 @@ from xce_core.plugins import PluginRegistry
 from xce_schemas import QueueSpec
 from xce_schemas.errors import describe
 
-from xce_driver.live.emulate import LiveEmulator
+from xce_driver.live.emulate import MAX_SPEED, LiveEmulator, SubmissionRefused
 from xce_driver.plugins import load_registry
 from xce_driver.recording import RecordingWriter
 from xce_driver.replay import (
@@ -93,6 +97,7 @@ MAX_SEED = 2**64 - 1
 
 _WHOLE = re.compile(r"-?[0-9]+")
 _DECIMAL = re.compile(r"-?[0-9]+(?:\.[0-9]+)?(?:[eE][-+]?[0-9]+)?")
+_INFINITY = re.compile(r"[-+]?inf(?:inity)?", re.IGNORECASE)
 
 
 class UserError(Exception):
@@ -139,11 +144,51 @@ def _non_negative_float(text: str) -> float:
     return value
 
 
-def _positive_float(text: str) -> float:
-    value = _non_negative_float(text)
-    if value == 0:
-        raise argparse.ArgumentTypeError(f"{show_text(text)} must be more than 0")
+#: What ``emulate --speed`` takes, as its errors say it.
+_SPEED_RANGE = (
+    f"more than 0 and at most {MAX_SPEED:,.0f} (workload seconds per wall second; 1: real time)"
+)
+#: What ``emulate --timeout`` takes, as its errors say it.
+_TIMEOUT_RANGE = "more than 0 wall seconds, or inf for no limit (the default)"
+
+
+def _emulate_speed(text: str) -> float:
+    """The argparse type of ``emulate --speed``: a decimal number above 0, at most
+    ``MAX_SPEED`` (workload seconds per wall second).
+
+    Raises:
+        argparse.ArgumentTypeError: anything else, in one line saying what is allowed;
+            ``inf`` too: the emulator runs jobs on wall-clock timers, so it has no
+            "as fast as possible".
+    """
+    shown = show_text(text)
+    if _INFINITY.fullmatch(text) and not text.startswith("-"):
+        raise argparse.ArgumentTypeError(
+            f"{shown} is not allowed: the emulator runs jobs on wall-clock timers, so "
+            f"the speed must be finite, {_SPEED_RANGE}"
+        )
+    if not (_DECIMAL.fullmatch(text) or _INFINITY.fullmatch(text)):
+        raise argparse.ArgumentTypeError(f"{shown} is not a number: it must be {_SPEED_RANGE}")
+    value = float(text)
+    if not 0 < value <= MAX_SPEED:
+        raise argparse.ArgumentTypeError(f"{shown} must be {_SPEED_RANGE}")
     return value
+
+
+def _emulate_timeout(text: str) -> float | None:
+    """The argparse type of ``emulate --timeout``: wall seconds above 0; ``inf`` (or a
+    number too large for a float) is no limit, None, as without the option.
+
+    Raises:
+        argparse.ArgumentTypeError: anything else, in one line saying what is allowed.
+    """
+    shown = show_text(text)
+    if not (_DECIMAL.fullmatch(text) or _INFINITY.fullmatch(text)):
+        raise argparse.ArgumentTypeError(f"{shown} is not a number: it must be {_TIMEOUT_RANGE}")
+    value = float(text)
+    if not value > 0:
+        raise argparse.ArgumentTypeError(f"{shown} must be {_TIMEOUT_RANGE}")
+    return None if math.isinf(value) else value
 
 
 #: Nanosecond timestamps (``--sim-start-ts``, ``--sim-pause-at``): the wire's 64 bits.
@@ -259,17 +304,19 @@ def build_parser() -> argparse.ArgumentParser:
     _add_workload_options(emu)
     emu.add_argument(
         "--speed",
-        type=_positive_float,
+        type=_emulate_speed,
         default=1.0,
         metavar="N",
-        help="workload seconds per wall second (default 1: real time; 100: a 100 s job runs 1 s)",
+        help="workload seconds per wall second, more than 0 (default 1: real time; 100: a "
+        f"100 s job runs 1 s; at most {MAX_SPEED:,.0f})",
     )
     emu.add_argument("--nats", default="nats://127.0.0.1:4222", metavar="URL", help="NATS URL")
     emu.add_argument(
         "--timeout",
-        type=_positive_float,
+        type=_emulate_timeout,
         metavar="S",
-        help="give up (exit 1) after S wall seconds with jobs left (default: never)",
+        help="give up (exit 1) after S wall seconds with jobs left, S more than 0 "
+        "(default, or inf: never)",
     )
     emu.add_argument("--quiet", action="store_true", help="print no summary table")
 
@@ -600,8 +647,10 @@ def simulate(args: argparse.Namespace) -> int:
 
 
 def emulate_command(args: argparse.Namespace) -> int:
-    """Run ``xce-sched emulate``; returns the exit status (1 when NATS cannot be
-    reached or ``--timeout`` passed with jobs left)."""
+    """Run ``xce-sched emulate``; returns the exit status: 1 when NATS cannot be
+    reached, ``--timeout`` passed with jobs left, or the core (or the bridge) refused
+    jobs of the run (``SubmissionRefused``: one line naming the job and the reason,
+    no summary)."""
     _check_outputs([], [("--workload", args.workload), ("--queues", args.queues)])
     registry = load_registry()
     registry.pickers.get(args.policy)
@@ -613,6 +662,9 @@ def emulate_command(args: argparse.Namespace) -> int:
     started = time.perf_counter()
     try:
         finished = asyncio.run(emulator.run(args.timeout))
+    except SubmissionRefused as exc:
+        print(f"{PROG}: error: {exc}", file=sys.stderr)
+        return 1
     except (NatsError, OSError) as exc:
         print(f"{PROG}: error: --nats {args.nats}: {exc}", file=sys.stderr)
         return 1

@@ -22,6 +22,19 @@ that dispatched it (its decision's ``ts``, the bridge's wall clock, which must b
 this machine's). Decisions older than the emulator's start (of an earlier run) are
 ignored. Run it against a fresh core: jobids the core already knows are refused.
 
+**Refusals.** The emulator also reads ``XCE_DEADLETTER`` (``xce.deadletter.>``),
+from its end at the start, through a durable consumer of this run
+(``xce-sched-emulate-<run>-deadletters``, deleted at the end). A dead letter is
+one of this run's messages when it names the controller message: the bridge's
+dead letter has the id ``xce-bridge:ctl:<epoch>:<seq>`` itself, and the core's
+names the event (its ``seq`` on ``XCE_EVENTS``), whose id is that of the controller
+message it was made from; ``<seq>`` is where ``XCE_CONTROLLER`` stored the
+emulator's message (its publish acknowledgement), ``<epoch>`` that stream's
+creation time. When a message that submitted jobs is refused (e.g. ``job 47 already
+exists``: an earlier run's jobs are still in the core), none of its jobs will ever
+be decided on, so the run ends at once with ``SubmissionRefused``; the refusal of
+another message of the run (configuration, hosts) is logged as a warning.
+
 Delivery (``xce_schemas.controller``): each controller message is published to
 ``XCE_CONTROLLER`` with the id ``xce-sched-emulate:<run>:<n>`` and sent again, same
 id, until the stream acknowledges it, one at a time so they stay in order; the
@@ -37,15 +50,18 @@ import asyncio
 import contextlib
 import itertools
 import logging
+import re
 import time
 from asyncio import FIRST_COMPLETED
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 import orjson
 from nats.aio.client import Client as NatsClient
 from nats.errors import Error as NatsError
 from nats.js import JetStreamContext
 from nats.js.api import AckPolicy, ConsumerConfig, DeliverPolicy
+from nats.js.errors import NotFoundError
 from pydantic import ValidationError
 from xce_schemas import (
     Dispatch,
@@ -57,8 +73,19 @@ from xce_schemas import (
     SchedulerConfig,
     parse_decision,
 )
-from xce_schemas.bus import MSG_ID_HEADER
+from xce_schemas.bus import (
+    CORE_CHECKPOINT_KEY,
+    CORE_SOURCE,
+    DEADLETTER_PREFIX,
+    DEADLETTER_STREAM,
+    DEADLETTER_SUBJECTS,
+    DECISIONS_STREAM,
+    EVENTS_STREAM,
+    MSG_ID_HEADER,
+    DeadLetter,
+)
 from xce_schemas.controller import (
+    BRIDGE_SOURCE,
     CTL_DECISIONS_STREAM,
     CTL_STREAM,
     DECISION_ID_HEADER,
@@ -90,7 +117,9 @@ from xce_driver.live.controller_bus import (
     consumer_position,
     ensure_ctl_streams,
     publish_until_acked,
+    stream_epoch,
 )
+from xce_driver.live.streams import EVENTS_DUPLICATE_WINDOW_S, ensure_stream, stream_config
 from xce_driver.live.tasks import cancel_and_wait
 from xce_driver.workloads.mapping import SimJob
 
@@ -102,6 +131,60 @@ CONTROLLER = "xce-sched-emulate"
 SEND_GRACE_S = 10.0
 #: Wall seconds without a decision after which the emulator says it hears none.
 SILENCE_S = 10.0
+#: Highest ``speed``, workload seconds per wall second (one workload second per wall
+#: ns): beyond it workload times overflow a float and nothing is gained.
+MAX_SPEED = 1e9
+#: What to do when the core refuses a job because it already has one of that id.
+EARLIER_RUN_HINT = (
+    "the core still has the jobs of an earlier run: stop xce-bridge and xce-core-service, "
+    f"delete the streams {EVENTS_STREAM}, {DECISIONS_STREAM} and {CTL_DECISIONS_STREAM} "
+    f"and the Redis key {CORE_CHECKPOINT_KEY}, then start them again"
+)
+
+#: The ``Nats-Msg-Id`` the bridge gives the event (or the dead letter) of a controller
+#: message: ``xce-bridge:ctl:<epoch>:<seq>`` (``ctl_event_msg_id``).
+_CTL_EVENT_ID = re.compile(r"^xce-bridge:ctl:([0-9]+):([0-9]+)$")
+#: Where a refusal names a job of a jobs message (``payload.jobs[3]...``, ``jobs[3]...``).
+_JOB_INDEX = re.compile(r"\bjobs\[([0-9]+)\]")
+#: A refusal's parts: ``<TYPE or kind> rejected: <field>: <why>``.
+_REJECTED = re.compile(r"^\S+ rejected: \S+: (.+)$")
+
+
+class SubmissionRefused(Exception):
+    """The core (or the bridge) refused a message of this run that submitted jobs:
+    none of its jobs entered the core, so no decision will ever come for them.
+
+    Attributes:
+        jobid: the job the refusal names (else the message's first job).
+        jobids: every job of the refused message, in submission order.
+        source: who refused it, the dead letter's source: ``core`` or ``bridge``.
+        reason: the dead letter's reason, as it gives it (``JOBS_PUSH rejected:
+            payload.jobs[0].jobid: job 47 already exists``).
+
+    ``str()`` is one line: the job, who refused it and why, and for a job id the core
+    already knows, what to do (``EARLIER_RUN_HINT``).
+    """
+
+    def __init__(self, jobid: int, jobids: Sequence[int], source: str, reason: str) -> None:
+        self.jobid = jobid
+        self.jobids = tuple(jobids)
+        self.source = source
+        self.reason = reason
+        match = _REJECTED.match(reason)
+        why = match.group(1) if match else reason
+        text = f"job {jobid} was refused by the {source}: {why}"
+        if source == CORE_SOURCE and why.endswith("already exists"):
+            text += f" ({EARLIER_RUN_HINT})"
+        super().__init__(text)
+
+
+@dataclass(frozen=True, slots=True)
+class _Sent:
+    """A controller message of this run the stream has: its kind and, for ``jobs``,
+    the job ids it submitted (in order)."""
+
+    kind: str
+    jobids: tuple[int, ...] = ()
 
 
 class LiveEmulator(Workload):
@@ -112,10 +195,11 @@ class LiveEmulator(Workload):
         hosts: the cluster's hosts, published once at the start.
         config: the scheduler configuration, published first.
         nats_url: NATS server URL(s).
-        speed: workload seconds per wall second (> 0): 100 runs a 100 s job in 1 s.
+        speed: workload seconds per wall second, above 0 and at most ``MAX_SPEED``:
+            100 runs a 100 s job in 1 s.
 
     Raises:
-        ValueError: a speed that is not positive and finite.
+        ValueError: a speed that is not above 0, or above ``MAX_SPEED`` (or NaN).
     """
 
     def __init__(
@@ -127,15 +211,16 @@ class LiveEmulator(Workload):
         nats_url: str,
         speed: float,
     ) -> None:
-        if not (0 < speed < float("inf")):
-            raise ValueError(f"speed must be positive, not {speed}")
+        if not (0 < speed <= MAX_SPEED):
+            raise ValueError(f"speed must be above 0 and at most {MAX_SPEED:g}, not {speed}")
         super().__init__(jobs, hosts, config)
         self._nats_url = nats_url
         self._speed = speed
         self._first_s = min((job.submit_s for job in jobs), default=0)
         self._runs: dict[int, JobRun] = {}
         self._timers: dict[int, asyncio.TimerHandle] = {}
-        self._outbox: asyncio.Queue[tuple[str, bytes]] = asyncio.Queue()
+        #: (kind, payload, job ids submitted) of each message to send, in order.
+        self._outbox: asyncio.Queue[tuple[str, bytes, tuple[int, ...]]] = asyncio.Queue()
         self._all_done = asyncio.Event()
         self._wall0 = 0
         self._last_decision = 0.0  # time.monotonic() of the last decision applied
@@ -143,6 +228,11 @@ class LiveEmulator(Workload):
         self._run_id = f"{time.time_ns():x}"
         #: Ids of the decisions applied (``Xce-Decision-Id``).
         self._applied: set[str] = set()
+        #: ``XCE_CONTROLLER`` sequence → the message of this run stored there (jobs,
+        #: configuration and hosts: the ones whose refusal is told).
+        self._sent: dict[int, _Sent] = {}
+        #: Creation time of ``XCE_CONTROLLER`` (``stream_epoch``), read at the start.
+        self._ctl_epoch = ""
 
     # --- time ------------------------------------------------------------------------
 
@@ -167,56 +257,70 @@ class LiveEmulator(Workload):
             True when every job is done; False when ``timeout_s`` passed first.
 
         Raises:
+            SubmissionRefused: the core (or the bridge) refused a message that
+                submitted jobs of this run (raised as soon as its dead letter comes).
             nats.errors.Error, OSError: NATS cannot be reached at start.
         """
         nc = self._nc = await connect_nats(self._nats_url, CONTROLLER, log)
         js = nc.jetstream()
         durable = f"{CONTROLLER}-{self._run_id}"
+        letters_durable = f"{durable}-deadletters"
+        consumers = ((CTL_DECISIONS_STREAM, durable), (DEADLETTER_STREAM, letters_durable))
         tasks: list[asyncio.Task[None]] = []
         try:
             await ensure_ctl_streams(js)
-            reader = await self._decisions_reader(js, durable)
+            await ensure_stream(
+                js,
+                stream_config(DEADLETTER_STREAM, DEADLETTER_SUBJECTS, EVENTS_DUPLICATE_WINDOW_S),
+            )
+            self._ctl_epoch = stream_epoch(await js.stream_info(CTL_STREAM))
+            reader = await self._reader(js, CTL_DECISIONS_STREAM, durable)
+            letters = await self._reader(js, DEADLETTER_STREAM, letters_durable)
             self._wall0 = time.time_ns()
             self._last_decision = time.monotonic()
             receiver = asyncio.create_task(self._decision_loop(reader))
+            refusals = asyncio.create_task(self._dead_letter_loop(js, letters))
             sender = asyncio.create_task(self._send_loop(js))
             self._send("config", ConfigPushPayload(config=self._config).model_dump_json())
             self._send("hosts", WorkersPushPayload(hosts=self._hosts).model_dump_json())
             submitter = asyncio.create_task(self._submit_loop())
             watchdog = asyncio.create_task(self._watch_silence())
-            tasks += (receiver, sender, submitter, watchdog)
+            tasks += (receiver, refusals, sender, submitter, watchdog)
             self._check_done()
-            # Ends early when the decision reader or the sender fails (e.g. the NATS
-            # connection closed for good): its error is raised below.
+            # Ends early when a reader or the sender fails (e.g. the NATS connection
+            # closed for good) or jobs are refused: that error is raised below.
             all_done = asyncio.create_task(self._all_done.wait())
             await asyncio.wait(
-                {all_done, receiver, sender}, timeout=timeout_s, return_when=FIRST_COMPLETED
+                {all_done, receiver, refusals, sender},
+                timeout=timeout_s,
+                return_when=FIRST_COMPLETED,
             )
             finished = self._all_done.is_set()
             await cancel_and_wait(all_done)
-            await cancel_and_wait(submitter, receiver, watchdog)
+            await cancel_and_wait(submitter, receiver, refusals, watchdog)
             for handle in self._timers.values():
                 handle.cancel()
             # Everything reported is sent (bounded when the run gave up: NATS may be gone).
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self._outbox.join(), None if finished else SEND_GRACE_S)
             await cancel_and_wait(sender)
-            # A task that failed before it was cancelled raises its error here.
-            await asyncio.gather(
-                *(task for task in (submitter, sender, receiver, watchdog) if not task.cancelled())
-            )
+            # A task that failed before it was cancelled (SubmissionRefused included)
+            # raises its error here.
+            await asyncio.gather(*(task for task in tasks if not task.cancelled()))
             return finished
         finally:
             # Interrupted (Ctrl-C cancels this run): no task may read on.
             await cancel_and_wait(*tasks)
-            with contextlib.suppress(NatsError, TimeoutError):
-                await js.delete_consumer(CTL_DECISIONS_STREAM, durable)
+            for stream_name, name in consumers:
+                with contextlib.suppress(NatsError, TimeoutError):
+                    await js.delete_consumer(stream_name, name)
             if not nc.is_closed:
                 await nc.close()
 
-    async def _decisions_reader(self, js: JetStreamContext, durable: str) -> InOrderReader:
-        """This run's durable consumer of ``XCE_CTL_DECISIONS``, from the stream's end
-        (decisions of an earlier run are not ours); kept across a NATS restart."""
+    async def _reader(self, js: JetStreamContext, stream: str, durable: str) -> InOrderReader:
+        """This run's durable consumer of ``stream`` (``XCE_CTL_DECISIONS``,
+        ``XCE_DEADLETTER``), from the stream's end (what an earlier run left there is
+        not ours); kept across a NATS restart."""
         config = ConsumerConfig(
             durable_name=durable,
             deliver_policy=DeliverPolicy.NEW,
@@ -224,11 +328,10 @@ class LiveEmulator(Workload):
             ack_wait=30.0,
             inactive_threshold=3600.0,  # removed by the server if this run dies
         )
-        info = await js.add_consumer(CTL_DECISIONS_STREAM, config)
-        stream = await js.stream_info(CTL_DECISIONS_STREAM)
-        position = consumer_position(info, stream)
+        info = await js.add_consumer(stream, config)
+        position = consumer_position(info, await js.stream_info(stream))
         assert self._nc is not None
-        return await InOrderReader.bind(self._nc, CTL_DECISIONS_STREAM, durable, position=position)
+        return await InOrderReader.bind(self._nc, stream, durable, position=position)
 
     async def _watch_silence(self) -> None:
         """Say so, every ``SILENCE_S`` seconds, while no decision arrives: without a
@@ -260,28 +363,102 @@ class LiveEmulator(Workload):
                 with contextlib.suppress(NatsError):
                     await last.ack()
 
-    def _send(self, kind: str, data: str | bytes) -> None:
-        """Queue a controller message (sent in order by ``_send_loop``)."""
+    def _send(self, kind: str, data: str | bytes, jobids: tuple[int, ...] = ()) -> None:
+        """Queue a controller message of ``kind`` (sent in order by ``_send_loop``);
+        ``jobids``: the jobs a ``jobs`` message submits."""
         payload = data.encode() if isinstance(data, str) else data
-        self._outbox.put_nowait((ctl_subject(kind), payload))
+        self._outbox.put_nowait((kind, payload, jobids))
         self.stats.events += 1
 
     async def _send_loop(self, js: JetStreamContext) -> None:
-        """Send queued messages one at a time, each until ``XCE_CONTROLLER`` has it."""
+        """Send queued messages one at a time, each until ``XCE_CONTROLLER`` has it;
+        note where it stored the ones whose refusal matters."""
         count = 0
         while True:
-            subject, payload = await self._outbox.get()
+            kind, payload, jobids = await self._outbox.get()
             count += 1
             try:
-                await publish_until_acked(
+                ack = await publish_until_acked(
                     js,
-                    subject,
+                    ctl_subject(kind),
                     payload,
                     stream=CTL_STREAM,
                     msg_id=ctl_msg_id(CONTROLLER, self._run_id, count),
                 )
+                if kind != "job_state":
+                    self._sent[ack.seq] = _Sent(kind, jobids)
             finally:
                 self._outbox.task_done()
+
+    # --- refusals ----------------------------------------------------------------------
+
+    async def _dead_letter_loop(self, js: JetStreamContext, reader: InOrderReader) -> None:
+        """Read ``XCE_DEADLETTER`` in order for refusals of this run's messages.
+
+        Raises:
+            SubmissionRefused: a message that submitted jobs was refused.
+        """
+        while True:
+            fresh, stale = await reader.next()
+            for item in fresh:
+                await self._on_dead_letter(js, item)
+            msgs = [*stale, *(item.msg for item in fresh if item.msg is not None)]
+            if msgs:  # AckPolicy.ALL: the last acknowledges all before
+                last = max(msgs, key=lambda msg: msg.metadata.sequence.stream)
+                with contextlib.suppress(NatsError):
+                    await last.ack()
+
+    async def _on_dead_letter(self, js: JetStreamContext, item: Delivered) -> None:
+        """Tell a dead letter of one of this run's messages: raise for a jobs message,
+        warn for another; ignore the rest.
+
+        Raises:
+            SubmissionRefused: it refuses a message that submitted jobs.
+        """
+        source = item.subject.removeprefix(DEADLETTER_PREFIX)
+        if source not in (CORE_SOURCE, BRIDGE_SOURCE):
+            return
+        try:
+            letter = DeadLetter.model_validate_json(item.data)
+        except ValidationError:
+            return
+        if source == BRIDGE_SOURCE:  # its id names the controller message itself
+            msg_id = item.headers.get(MSG_ID_HEADER)
+        else:
+            msg_id = await self._event_msg_id(js, letter.seq)
+        sent = self._sent_as(msg_id)
+        if sent is None:
+            return
+        if sent.jobids:
+            match = _JOB_INDEX.search(letter.reason)
+            index = int(match.group(1)) if match else 0
+            jobid = sent.jobids[index] if index < len(sent.jobids) else sent.jobids[0]
+            raise SubmissionRefused(jobid, sent.jobids, source, letter.reason)
+        log.warning("the %s refused this run's %s message: %s", source, sent.kind, letter.reason)
+
+    async def _event_msg_id(self, js: JetStreamContext, seq: int | None) -> str | None:
+        """The ``Nats-Msg-Id`` of event ``seq`` of ``XCE_EVENTS`` (None: no such event
+        or it cannot be read)."""
+        if seq is None:
+            return None
+        try:
+            event = await js.get_msg(EVENTS_STREAM, seq=seq)
+        except NotFoundError:
+            return None
+        except NatsError as exc:
+            log.warning(
+                "event %d of %s, refused by the core, not read: %s", seq, EVENTS_STREAM, exc
+            )
+            return None
+        return (event.headers or {}).get(MSG_ID_HEADER)
+
+    def _sent_as(self, msg_id: str | None) -> _Sent | None:
+        """The message of this run a bridge id (``xce-bridge:ctl:<epoch>:<seq>``)
+        names, or None (another controller's, or not a controller message's)."""
+        match = _CTL_EVENT_ID.match(msg_id or "")
+        if match is None or match.group(1) != self._ctl_epoch:
+            return None
+        return self._sent.get(int(match.group(2)))
 
     async def _submit_loop(self) -> None:
         """Submit the jobs at their submit times, one message per instant."""
@@ -309,7 +486,8 @@ class LiveEmulator(Workload):
                     )
                 )
             if requests:
-                self._send("jobs", JobsSubmit(jobs=tuple(requests)).model_dump_json())
+                jobids = tuple(request.jobid for request in requests)
+                self._send("jobs", JobsSubmit(jobs=tuple(requests)).model_dump_json(), jobids)
 
     # --- decisions -----------------------------------------------------------------------
 
