@@ -4,8 +4,9 @@ nats-py's ``PullSubscription.fetch`` waits for every message of a batch with its
 ``asyncio.wait_for`` (a task each): about 110 µs of CPU per message on this project's
 2-core machine, against about 28 µs through one subscription callback (50,000
 messages, ``benchmarks/bench_live``'s "each service alone" rows show the effect).
-The live services read every event, controller message and decision through a
-consumer, so that cost was the largest single part of their CPU per event.
+The core service reads every event through a consumer, so that cost was a large
+part of its CPU per event. (The bridge's and the emulator's ``InOrderReader`` still
+use nats-py's fetch: see there.)
 
 ``PullConsumer`` speaks the same JetStream pull API nats-py uses
 (``$JS.API.CONSUMER.MSG.NEXT.<stream>.<durable>``, a JSON request ``{"batch",
