@@ -57,6 +57,19 @@ async def publish(nc: NatsClient, subject: str, count: int, start: int = 0) -> N
         await js.publish(subject, str(i).encode())
 
 
+async def seconds_to_time_out(nats_url: str, durable: str, timeout: float) -> float:
+    """How long a fetch (``timeout`` s) through ``durable`` on a new, empty stream
+    takes to raise ``TimeoutError`` (it must raise it, within 10 s)."""
+    async with new_stream(nats_url) as (nc, stream, _):
+        consumer = await PullConsumer.bind(nc, stream, durable)
+        began = time.monotonic()
+        with pytest.raises(TimeoutError):
+            await asyncio.wait_for(consumer.fetch(10, timeout=timeout), 10)
+        elapsed = time.monotonic() - began
+        await consumer.unsubscribe()
+    return elapsed
+
+
 def test_fetches_return_the_stream_in_order_at_most_a_batch_each_every_message_once(
     nats_url: str,
 ) -> None:
@@ -119,17 +132,7 @@ def test_a_fetch_with_a_smaller_batch_takes_at_most_that_many_and_leaves_the_res
 def test_a_fetch_on_an_empty_stream_raises_timeout_error(nats_url: str) -> None:
     """Nothing to deliver: ``TimeoutError`` once the timeout (0.3 s) has passed."""
 
-    async def go() -> float:
-        async with new_stream(nats_url) as (nc, stream, _):
-            consumer = await PullConsumer.bind(nc, stream, DURABLE)
-            began = time.monotonic()
-            with pytest.raises(TimeoutError):
-                await asyncio.wait_for(consumer.fetch(10, timeout=0.3), 10)
-            elapsed = time.monotonic() - began
-            await consumer.unsubscribe()
-        return elapsed
-
-    assert 0.2 < run(go()) < 5
+    assert 0.2 < run(seconds_to_time_out(nats_url, DURABLE, 0.3)) < 5
 
 
 def test_a_message_published_while_a_fetch_waits_is_returned_by_that_fetch(
@@ -232,17 +235,8 @@ def test_a_fetch_for_a_consumer_that_does_not_exist_times_out_instead_of_hanging
     nothing at all, not even "no responders": the fetch raises ``TimeoutError``
     after its timeout, like an empty stream, and does not hang."""
 
-    async def go() -> float:
-        async with new_stream(nats_url) as (nc, stream, _):
-            consumer = await PullConsumer.bind(nc, stream, "no_such_consumer")
-            began = time.monotonic()
-            with pytest.raises(TimeoutError):
-                await asyncio.wait_for(consumer.fetch(10, timeout=0.5), 10)
-            elapsed = time.monotonic() - began
-            await consumer.unsubscribe()
-        return elapsed
-
-    assert run(go()) < 5  # the fetch's own timeout, not wait_for's
+    # The fetch's own timeout, not wait_for's.
+    assert run(seconds_to_time_out(nats_url, "no_such_consumer", 0.5)) < 5
 
 
 def test_a_fetch_after_the_client_is_closed_raises_connection_closed(nats_url: str) -> None:

@@ -5,27 +5,12 @@ command line's other mistakes: ``tests/recorder/test_recorder_cli.py``.)"""
 
 from __future__ import annotations
 
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 from tests.live.servers import ServerProcess, free_port
-
-
-def recorder(*argv: str) -> subprocess.CompletedProcess[str]:
-    """``python -m xce_recorder.service argv`` as a child (its real stderr, logging too)."""
-    program = [sys.executable, "-m", "xce_recorder.service", *argv]
-    return subprocess.run(program, capture_output=True, text=True, timeout=60)
-
-
-def one_line(err: str) -> str:
-    """The one line of ``err``, which holds nothing else (no traceback, no warning)."""
-    assert "Traceback" not in err
-    lines = err.splitlines()
-    assert len(lines) == 1, err
-    return lines[0]
+from tests.recorder.test_recorder_cli import one_line, recorder
 
 
 @pytest.mark.nats

@@ -229,30 +229,31 @@ def test_a_nats_server_that_does_not_answer_is_one_line(tmp_path: Path, silent_p
     )
 
 
-def test_a_busy_metrics_port_is_one_line(
-    tmp_path: Path, silent_port: int, capsys: pytest.CaptureFixture[str]
+@pytest.mark.parametrize(
+    ("addr", "option", "why"),
+    [
+        ("127.0.0.1", "--metrics-port {port}", "address already in use"),  # busy
+        ("192.0.2.1", "--metrics-addr 192.0.2.1", "cannot assign requested address"),
+    ],
+    ids=["a busy port", "an address not of this host"],
+)
+def test_a_metrics_endpoint_that_cannot_be_served_is_one_line(
+    tmp_path: Path,
+    silent_port: int,
+    capsys: pytest.CaptureFixture[str],
+    addr: str,
+    option: str,
+    why: str,
 ) -> None:
-    argv = ["--metrics-addr", "127.0.0.1", "--metrics-port", str(silent_port)]
+    """The line names the option at fault (TEST-NET-1's 192.0.2.1 is no address here)."""
+    port = silent_port if addr == "127.0.0.1" else free_port()
+    argv = ["--metrics-addr", addr, "--metrics-port", str(port)]
     argv += ["--nats", f"nats://127.0.0.1:{free_port()}", "--recordings-dir", str(tmp_path)]
     code, err = run_main(argv, capsys)
     assert code == 1
     assert one_line(err) == (
-        f"xce-recorder: error: --metrics-port {silent_port}: cannot serve /metrics on "
-        f"127.0.0.1:{silent_port}: address already in use"
-    )
-
-
-def test_a_metrics_address_not_of_this_host_is_one_line(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
-) -> None:
-    port = free_port()
-    argv = ["--metrics-addr", "192.0.2.1", "--metrics-port", str(port)]  # TEST-NET-1
-    argv += ["--nats", f"nats://127.0.0.1:{free_port()}", "--recordings-dir", str(tmp_path)]
-    code, err = run_main(argv, capsys)
-    assert code == 1
-    assert one_line(err) == (
-        f"xce-recorder: error: --metrics-addr 192.0.2.1: cannot serve /metrics on "
-        f"192.0.2.1:{port}: cannot assign requested address"
+        f"xce-recorder: error: {option.format(port=port)}: cannot serve /metrics on "
+        f"{addr}:{port}: {why}"
     )
 
 
