@@ -605,6 +605,59 @@ def test_nats_restarts_while_jobs_are_submitted_and_end_lose_nothing(
     assert dispatched == jobs
 
 
+class _EventsHeld(Bridge):
+    """A bridge that stores no event until ``release`` is set."""
+
+    def __init__(self, options: BridgeOptions) -> None:
+        super().__init__(options)
+        self.release = asyncio.Event()
+
+    async def _publish_loop(self) -> None:
+        await self.release.wait()
+        await super()._publish_loop()
+
+
+def test_a_dead_letter_is_not_acknowledged_before_the_events_ahead_of_it(
+    bus: tuple[str, str],
+) -> None:
+    """One acknowledgement covers every message before it (``AckPolicy.ALL``): a bad
+    message right behind a good one whose event is not stored yet is acknowledged only
+    once that event is stored, or a bridge dying then would lose the good one."""
+    nats_url, _ = bus
+
+    async def ack_floor(js: JetStreamContext) -> int:
+        info = await js.consumer_info(CTL_STREAM, BRIDGE_CTL_DURABLE)
+        return info.ack_floor.stream_seq if info.ack_floor else 0
+
+    async def go() -> tuple[int, int, int]:
+        bridge = _EventsHeld(BridgeOptions(nats_url=nats_url, round_interval_s=3600))
+        task = asyncio.create_task(bridge.run())
+        await wait_until(lambda: _is_set(bridge.ready, task), "the bridge to listen")
+        async with connected(nats_url) as js:
+            await js.publish(ctl_subject("job_state"), b'{"jobid": 1, "state": "DONE"}')
+            await js.publish(ctl_subject("job_state"), b"not json")
+
+            async def dead_lettered() -> bool:
+                return bool(bridge.metrics.dead_letters._value.get() == 1)
+
+            await wait_until(dead_lettered, "the bad message dead-lettered")
+            await asyncio.sleep(0.5)  # time for an acknowledgement to arrive
+            held = await ack_floor(js)
+            bridge.release.set()
+
+            async def acked() -> bool:
+                return await ack_floor(js) == 2
+
+            await wait_until(acked, "both acknowledged once the event is stored")
+            bridge.stop()
+            await task
+            return held, bridge.published, await ack_floor(js)
+
+    held, published, floor = run(go())
+    assert held == 0
+    assert (published, floor) == (1, 2)
+
+
 class _AcksLost(Bridge):
     """A bridge whose acknowledgements of controller messages never arrive."""
 

@@ -241,6 +241,8 @@ class Bridge:
         self._ctl_done = 0
         #: Deliveries of controller messages to acknowledge once done, by sequence.
         self._ctl_acks: dict[int, Msg] = {}
+        #: Dead-lettered controller messages not yet done (an earlier one is not).
+        self._ctl_dead: set[int] = set()
         #: The last ``XCE_DECISIONS`` sequence whose forward is stored.
         self._forward_done = 0
 
@@ -450,8 +452,14 @@ class Bridge:
         if isinstance(decoded, str):
             await self._dead_letter(item, decoded)
             self._ctl_taken = item.seq
+            # Done once every message before it is: acknowledging it now would, under
+            # AckPolicy.ALL, also acknowledge earlier messages whose events are not
+            # stored yet (lost if the bridge died then).
+            self._ctl_dead.add(item.seq)
             if item.msg is not None:
-                await self._ack(item.msg)
+                self._ctl_acks[item.seq] = item.msg
+            self._advance_done(self._ctl_done)
+            await self._ack_done()
             return
         kind, payload = decoded
         self._ctl_taken = item.seq
@@ -499,6 +507,15 @@ class Bridge:
             msg_id=ctl_event_msg_id(self._ctl_epoch, item.seq),
             timeout_s=self.options.ack_timeout_s,
         )
+
+    def _advance_done(self, seq: int) -> None:
+        """Everything up to controller message ``seq`` is done; so is each
+        dead-lettered message right after it (its dead letter is stored)."""
+        done = max(self._ctl_done, seq)
+        while done + 1 in self._ctl_dead:
+            done += 1
+        self._ctl_done = done
+        self._ctl_dead = {dead for dead in self._ctl_dead if dead > done}
 
     async def _ack(self, msg: Msg) -> None:
         # A lost acknowledgement only means the message comes again, and is dropped.
@@ -557,7 +574,7 @@ class Bridge:
 
     def _confirm(self, item: Outgoing) -> None:
         event_type, ctl_seq = cast(tuple[str, int], item.tag)
-        self._ctl_done = max(self._ctl_done, ctl_seq)
+        self._advance_done(ctl_seq)
         self.published += 1
         self.metrics.events.labels(event_type).inc()
         self.metrics.event_publish.observe(time.perf_counter() - item.queued)
