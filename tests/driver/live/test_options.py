@@ -20,6 +20,9 @@ from xce_driver.live import bridge, core_service
         (["--redis", "http://127.0.0.1:6379"], "is not a Redis URL"),
         (["--snapshot-seconds", "nan"], "nan is not a positive, finite number of seconds"),
         (["--snapshot-seconds", "-5"], "-5 is not a positive, finite number of seconds"),
+        (["--snapshot-every", "-1"], "argument --snapshot-every: must be 1 or more, not -1"),
+        (["--snapshot-every", "1.5"], "argument --snapshot-every: '1.5' is not a whole number"),
+        (["--prng-seed", "-1"], "argument --prng-seed: must be 0 or more, not -1"),
     ],
 )
 def test_a_bad_core_service_option_is_one_line(
@@ -30,6 +33,8 @@ def test_a_bad_core_service_option_is_one_line(
     assert exit_status.value.code == 2
     err = capsys.readouterr().err
     assert message in err and "Traceback" not in err
+    # One line, no usage block: as the bridge, the recorder and xce-sched do.
+    assert err.startswith("xce-core-service: error: argument ") and err.count("\n") == 1, err
 
 
 def test_a_bad_bridge_option_is_one_line(capsys: pytest.CaptureFixture[str]) -> None:

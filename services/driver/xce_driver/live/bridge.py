@@ -51,7 +51,7 @@ import math
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import NoReturn, cast
+from typing import cast
 
 import orjson
 from nats.aio.client import Client as NatsClient
@@ -105,6 +105,7 @@ from xce_driver.live.controller_bus import (
 from xce_driver.live.metrics import BridgeMetrics
 from xce_driver.live.options import (
     LOG_LEVELS,
+    OneLineParser,
     log_level,
     log_to_stderr,
     port,
@@ -650,16 +651,9 @@ class Bridge:
 # --- the console script ---------------------------------------------------------------
 
 
-class _Parser(argparse.ArgumentParser):
-    """Usage errors as one line, ``xce-bridge: error: ...``, exit status 2."""
-
-    def error(self, message: str) -> NoReturn:
-        self.exit(2, f"xce-bridge: error: {message}\n")
-
-
 def build_parser() -> argparse.ArgumentParser:
     """The ``xce-bridge`` command line."""
-    parser = _Parser(
+    parser = OneLineParser(
         prog="xce-bridge",
         description="The XCE controller bridge: controller messages (xce.ctl.*) to core "
         "events (XCE_EVENTS) with the wall clock as time, a BEGIN_ROUND every round "

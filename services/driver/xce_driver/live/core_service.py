@@ -118,6 +118,7 @@ from xce_driver.live.controller_bus import ChainedPublisher, Outgoing, last_msg_
 from xce_driver.live.metrics import CoreMetrics
 from xce_driver.live.options import (
     LOG_LEVELS,
+    OneLineParser,
     log_level,
     log_to_stderr,
     port,
@@ -125,6 +126,7 @@ from xce_driver.live.options import (
     run_service,
     seconds,
     serve,
+    whole,
 )
 from xce_driver.live.pull import PullConsumer, stream_seq
 from xce_driver.live.record_stream import (
@@ -1030,7 +1032,7 @@ def _fault(text: str) -> tuple[str, int]:
 
 def build_parser() -> argparse.ArgumentParser:
     """The ``xce-core-service`` command line."""
-    parser = argparse.ArgumentParser(
+    parser = OneLineParser(
         prog="xce-core-service",
         description="The XCE scheduling core as a service: events from NATS JetStream "
         "(XCE_EVENTS), decisions to XCE_DECISIONS, checkpoints in Redis.",
@@ -1041,7 +1043,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument(
         "--snapshot-every",
-        type=int,
+        type=whole(1),
         default=10_000,
         metavar="N",
         help="checkpoint every N events (default 10,000)",
@@ -1058,7 +1060,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--metrics-addr", default="0.0.0.0", help="address /metrics binds")
     parser.add_argument(
-        "--prng-seed", type=int, default=0, help="PRNG seed of a fresh core (default 0)"
+        "--prng-seed", type=whole(0), default=0, help="PRNG seed of a fresh core (default 0)"
     )
     parser.add_argument("--durable", default="xce-core", help="durable consumer name")
     parser.add_argument("--checkpoint-key", default=CORE_CHECKPOINT_KEY, help="Redis key")

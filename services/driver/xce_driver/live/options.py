@@ -10,8 +10,8 @@ import logging
 import math
 import signal
 import sys
-from collections.abc import Coroutine
-from typing import Any, Protocol
+from collections.abc import Callable, Coroutine
+from typing import Any, NoReturn, Protocol
 from urllib.parse import urlsplit
 from wsgiref.simple_server import WSGIServer
 
@@ -31,6 +31,29 @@ def port(text: str) -> int:
     if not 1 <= value <= 65535:
         raise argparse.ArgumentTypeError(f"port {value} is not between 1 and 65535")
     return value
+
+
+class OneLineParser(argparse.ArgumentParser):
+    """An argument parser whose usage errors are one line, ``<prog>: error: ...``,
+    exit status 2 (no usage block before it)."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(2, f"{self.prog}: error: {message}\n")
+
+
+def whole(minimum: int) -> Callable[[str], int]:
+    """A type for a whole number ≥ ``minimum`` (``--snapshot-every``, ``--prng-seed``)."""
+
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+        if value < minimum:
+            raise argparse.ArgumentTypeError(f"must be {minimum} or more, not {value}")
+        return value
+
+    return parse
 
 
 def seconds(text: str) -> float:
