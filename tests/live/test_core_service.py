@@ -363,7 +363,9 @@ def test_a_bad_option_is_refused() -> None:
         timeout=30,
     )
     assert result.returncode == 2
-    assert "snapshot_every must be 1 or more" in result.stderr
+    assert result.stderr == (
+        "xce-core-service: error: argument --snapshot-every: must be 1 or more, not 0\n"
+    )
 
 
 def test_the_service_rides_out_a_nats_server_restart(
