@@ -266,3 +266,35 @@ def test_a_bridge_dead_letter_of_the_runs_jobs_message_names_the_job(
     assert error is not None
     assert (error.jobid, error.jobids, error.source) == (6, (5, 6), "bridge")
     assert str(error) == "job 6 was refused by the bridge: Input should be greater than 0"
+
+
+def test_a_timed_out_run_says_whether_the_services_answered(
+    bus: tuple[str, str], tmp_path: Path
+) -> None:
+    """At ``--timeout`` the last line tells apart services that never answered from a
+    run whose jobs are still running in the core (and how to empty it)."""
+    nats_url, redis_url = bus
+    workload = trace(tmp_path / "eight.swf")  # jobs of 50-150 s: none ends in 3 s
+
+    async def go() -> tuple[tuple[int, str, float], tuple[int, str, float]]:
+        services = await Services(nats_url, redis_url).start()
+        answered = await emulate(emulate_argv(nats_url, workload, speed=1, timeout_s=3))
+        await services.stop()
+        # No service on the bus now: nothing answers.
+        silent = await emulate(emulate_argv(nats_url, workload, speed=1, timeout_s=2))
+        return silent, answered
+
+    (silent_code, silent_err, _), (code, err, _) = run(go())
+    assert silent_code == 1
+    assert silent_err.rstrip().splitlines()[-1] == (
+        "xce-sched: error: --timeout 2 s passed with 8 of 8 jobs neither finished nor "
+        "rejected (no decision came: are xce-bridge and xce-core-service running?)"
+    )
+    assert code == 1
+    assert err.rstrip().splitlines()[-1] == (
+        "xce-sched: error: --timeout 3 s passed with 8 of 8 jobs neither finished nor "
+        "rejected (the services answered, and this run's jobs stay in the core: to run "
+        "them again, stop xce-bridge and xce-core-service, delete the streams XCE_EVENTS, "
+        "XCE_DECISIONS and XCE_CTL_DECISIONS and the Redis key xce:core:snapshot, then "
+        "start them again)"
+    )

@@ -48,7 +48,7 @@ from xce_core.plugins import PluginRegistry
 from xce_schemas import QueueSpec
 from xce_schemas.errors import describe
 
-from xce_driver.live.emulate import MAX_SPEED, LiveEmulator, SubmissionRefused
+from xce_driver.live.emulate import MAX_SPEED, RESET_STEPS, LiveEmulator, SubmissionRefused
 from xce_driver.plugins import load_registry
 from xce_driver.recording import RecordingWriter
 from xce_driver.replay import (
@@ -673,10 +673,18 @@ def emulate_command(args: argparse.Namespace) -> int:
     if not args.quiet:
         _print_summary(Console(), report, "emulate", "wall time")
     if not finished:
+        # Decisions came: the services run, and the jobs not done stay in the core,
+        # where a next run of the same job ids would be refused.
+        hint = (
+            f"the services answered, and this run's jobs stay in the core: to run them "
+            f"again, {RESET_STEPS}"
+            if emulator.stats.decisions
+            else "no decision came: are xce-bridge and xce-core-service running?"
+        )
         print(
             f"{PROG}: error: --timeout {args.timeout:g} s passed with "
             f"{len(workload.jobs) - emulator.stats.done:,} of {len(workload.jobs):,} jobs neither "
-            "finished nor rejected (are xce-bridge and xce-core-service running?)",
+            f"finished nor rejected ({hint})",
             file=sys.stderr,
         )
         return 1

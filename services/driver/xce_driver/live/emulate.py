@@ -135,11 +135,13 @@ SILENCE_S = 10.0
 #: ns): beyond it workload times overflow a float and nothing is gained.
 MAX_SPEED = 1e9
 #: What to do when the core refuses a job because it already has one of that id.
-EARLIER_RUN_HINT = (
-    "the core still has the jobs of an earlier run: stop xce-bridge and xce-core-service, "
+#: How to empty the core of a run's jobs (the emulator's hints end with it).
+RESET_STEPS = (
+    "stop xce-bridge and xce-core-service, "
     f"delete the streams {EVENTS_STREAM}, {DECISIONS_STREAM} and {CTL_DECISIONS_STREAM} "
     f"and the Redis key {CORE_CHECKPOINT_KEY}, then start them again"
 )
+EARLIER_RUN_HINT = "the core still has the jobs of an earlier run: " + RESET_STEPS
 
 #: The ``Nats-Msg-Id`` the bridge gives the event (or the dead letter) of a controller
 #: message: ``xce-bridge:ctl:<epoch>:<seq>`` (``ctl_event_msg_id``).
