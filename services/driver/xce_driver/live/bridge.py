@@ -96,7 +96,9 @@ from xce_driver.live.controller_bus import (
     Delivered,
     InOrderReader,
     Outgoing,
+    ack_last,
     consumer_position,
+    deliveries,
     ensure_ctl_streams,
     last_msg_id,
     publish_until_acked,
@@ -422,9 +424,9 @@ class Bridge:
     async def _reader(self, stream: str, durable: str, position: int) -> InOrderReader:
         """A reader of ``stream`` through the bridge's consumer ``durable``, after
         ``position``, batched as the options say."""
-        assert self._nc is not None
+        assert self._js is not None
         return await InOrderReader.bind(
-            self._nc,
+            self._js,
             stream,
             durable,
             position=position,
@@ -516,7 +518,8 @@ class Bridge:
         while done + 1 in self._ctl_dead:
             done += 1
         self._ctl_done = done
-        self._ctl_dead = {dead for dead in self._ctl_dead if dead > done}
+        if self._ctl_dead:  # rare: do not rebuild an empty set for every event
+            self._ctl_dead = {dead for dead in self._ctl_dead if dead > done}
 
     async def _ack(self, msg: Msg) -> None:
         # A lost acknowledgement only means the message comes again, and is dropped.
@@ -632,14 +635,8 @@ class Bridge:
                 await forward.publish(batch, self._forwarded)
             elif fresh:  # nothing to forward in it: done all the same
                 self._forward_done = max(self._forward_done, fresh[-1].seq)
-            # AckPolicy.ALL: acknowledging the last delivery done acknowledges all before.
-            done = [
-                msg
-                for msg in (*stale, *(item.msg for item in fresh if item.msg is not None))
-                if stream_seq(msg) <= self._forward_done
-            ]
-            if done:
-                await self._ack(max(done, key=stream_seq))
+            done = deliveries(fresh, stale)
+            await ack_last([msg for msg in done if stream_seq(msg) <= self._forward_done])
 
     def _forwarded(self, item: Outgoing) -> None:
         op, seq = cast(tuple[str, int], item.tag)

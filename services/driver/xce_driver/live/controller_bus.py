@@ -16,6 +16,7 @@ has more, it reads those too. A message delivered again is handed back apart as
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -117,6 +118,21 @@ class Delivered:
     msg: Msg | None
 
 
+def deliveries(fresh: Sequence[Delivered], stale: Sequence[Msg]) -> list[Msg]:
+    """The consumer's deliveries among what ``InOrderReader.next`` handed over: the
+    stale ones and those of the fresh messages (not the ones read from the stream)."""
+    return [*stale, *(item.msg for item in fresh if item.msg is not None)]
+
+
+async def ack_last(msgs: Sequence[Msg]) -> None:
+    """Acknowledge the delivery of ``msgs`` with the highest stream sequence: under
+    ``AckPolicy.ALL`` it covers every one before. Nothing when empty; a lost
+    acknowledgement only means the messages come again."""
+    if msgs:
+        with contextlib.suppress(NatsError):
+            await max(msgs, key=stream_seq).ack()
+
+
 class InOrderReader:
     """A stream read through a durable pull consumer, strictly in stream order, no
     message skipped (see the module docstring). The consumer must see every message
@@ -153,7 +169,7 @@ class InOrderReader:
     @classmethod
     async def bind(
         cls,
-        nc: NatsClient,
+        js: JetStreamContext,
         stream: str,
         durable: str,
         *,
@@ -161,8 +177,8 @@ class InOrderReader:
         batch: int = 256,
         fetch_timeout_s: float = 0.5,
     ) -> InOrderReader:
-        """A reader of ``stream`` through its existing durable consumer ``durable``,
-        on the connection ``nc`` (other arguments as for the constructor).
+        """A reader of ``stream`` through its existing durable consumer ``durable``
+        (arguments as for the constructor).
 
         Raises:
             nats.errors.Error: the consumer cannot be bound.
@@ -171,7 +187,6 @@ class InOrderReader:
         # PullConsumer here, a NATS-restart test lost track of a job in about one
         # run in five (tests/live/test_bridge.py, nats_restarts_while_jobs...), for
         # a reason not yet found.
-        js = nc.jetstream()
         sub = await js.pull_subscribe_bind(durable=durable, stream=stream)
         return cls(
             js,

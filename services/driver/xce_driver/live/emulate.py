@@ -114,7 +114,9 @@ from xce_driver.live.connection import connect_nats
 from xce_driver.live.controller_bus import (
     Delivered,
     InOrderReader,
+    ack_last,
     consumer_position,
+    deliveries,
     ensure_ctl_streams,
     publish_until_acked,
     stream_epoch,
@@ -332,8 +334,7 @@ class LiveEmulator(Workload):
         )
         info = await js.add_consumer(stream, config)
         position = consumer_position(info, await js.stream_info(stream))
-        assert self._nc is not None
-        return await InOrderReader.bind(self._nc, stream, durable, position=position)
+        return await InOrderReader.bind(js, stream, durable, position=position)
 
     async def _watch_silence(self) -> None:
         """Say so, every ``SILENCE_S`` seconds, while no decision arrives: without a
@@ -359,11 +360,7 @@ class LiveEmulator(Workload):
                     self._on_decision(item)
                 except Exception:  # a bug: say so, and answer the decisions after it
                     log.exception("decision %d on %s not applied", item.seq, item.subject)
-            msgs = [*stale, *(item.msg for item in fresh if item.msg is not None)]
-            if msgs:  # AckPolicy.ALL: the last acknowledges all before (all applied)
-                last = max(msgs, key=lambda msg: msg.metadata.sequence.stream)
-                with contextlib.suppress(NatsError):
-                    await last.ack()
+            await ack_last(deliveries(fresh, stale))  # all applied
 
     def _send(self, kind: str, data: str | bytes, jobids: tuple[int, ...] = ()) -> None:
         """Queue a controller message of ``kind`` (sent in order by ``_send_loop``);
@@ -404,11 +401,7 @@ class LiveEmulator(Workload):
             fresh, stale = await reader.next()
             for item in fresh:
                 await self._on_dead_letter(js, item)
-            msgs = [*stale, *(item.msg for item in fresh if item.msg is not None)]
-            if msgs:  # AckPolicy.ALL: the last acknowledges all before
-                last = max(msgs, key=lambda msg: msg.metadata.sequence.stream)
-                with contextlib.suppress(NatsError):
-                    await last.ack()
+            await ack_last(deliveries(fresh, stale))
 
     async def _on_dead_letter(self, js: JetStreamContext, item: Delivered) -> None:
         """Tell a dead letter of one of this run's messages: raise for a jobs message,
