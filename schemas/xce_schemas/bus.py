@@ -6,14 +6,19 @@ Subjects (payloads are the JSON of the ``xce_schemas`` models, UTF-8):
 | subject | stream | payload |
 |---|---|---|
 | ``xce.events.<TYPE>`` (``EVENT_TYPES``) | ``XCE_EVENTS`` | a ``CoreEvent`` of that ``type`` |
+| ``xce.events.BATCH`` | ``XCE_EVENTS`` | an ``EventBatch``: several events, in order |
 | ``xce.decisions.<OP>`` (``DECISION_OPS``) | ``XCE_DECISIONS`` | a ``Decision`` of that ``op`` |
 | ``xce.deadletter.<SOURCE>`` | ``XCE_DEADLETTER`` | a ``DeadLetter`` |
 | ``xce.record.<RECORDING ID>`` | ``XCE_RECORD`` | one recording line (JSONL text, no newline) |
 | ``xce.core.record`` (request/reply) | none | a ``CoreRecordCommand`` → ``CoreRecordReply`` |
 
-The core service consumes ``XCE_EVENTS`` in stream order. The decisions of the event
-at stream sequence ``seq`` are published with the JetStream message id
-``decision_msg_id(seq, index)``, ``index`` counting that event's decisions from 0.
+The core service consumes ``XCE_EVENTS`` in stream order. A message holds one event,
+or (``xce.events.BATCH``, what the bridge publishes) a batch of events taken in
+their order: every per-message cost of the bus (a store, a delivery, headers, an
+acknowledgement) is then paid once per batch instead of once per event. The
+decisions of the message at stream sequence ``seq`` are published with the
+JetStream message id ``decision_msg_id(seq, index)``, ``index`` counting the
+decisions of that message's events from 0, across the events of a batch.
 The id is a function of the event stream alone, so a core that restarts from a
 snapshot and processes an event again publishes the same ids, and JetStream drops
 the duplicates (``Nats-Msg-Id``, within the stream's duplicate window); the id also
@@ -22,7 +27,8 @@ tells a restarted core how far the decision stream already goes.
 **The ordered record stream.** While a recording is on, the core service publishes
 its lines on ``record_subject(id)``: HEADER and a SNAPSHOT of its state at the start
 position, then for every event it takes the event line, that event's DECISION lines
-and, every ``snapshot_interval`` events, a SNAPSHOT; a last message of type ``END``
+and, every ``snapshot_interval`` events, a SNAPSHOT (the events of a batch one by
+one, each with the batch's sequence); a last message of type ``END``
 (empty payload) closes it. Message ``n`` (from 0) of recording ``id`` has the
 JetStream message id ``record_msg_id(id, n)`` and the headers ``RECORD_SEQ_HEADER``
 (the ``XCE_EVENTS`` sequence the line belongs to; the start lines: the start
@@ -37,11 +43,11 @@ from __future__ import annotations
 import re
 from typing import Annotated, Final, Literal
 
-from pydantic import Field, Strict
+from pydantic import Field, Strict, model_validator
 
 from xce_schemas.base import WireModel
 from xce_schemas.decisions import DECISION_OPS
-from xce_schemas.events import EVENT_TYPES
+from xce_schemas.events import EVENT_TYPES, CoreEvent
 from xce_schemas.snapshot import CoreSnapshot
 
 #: The stream of cluster events (Req 10 AC 4), one subject per event type.
@@ -52,6 +58,8 @@ DECISIONS_STREAM: Final = "XCE_DECISIONS"
 DEADLETTER_STREAM: Final = "XCE_DEADLETTER"
 
 EVENTS_PREFIX: Final = "xce.events."
+#: The subject of a batch of events (``EventBatch``) on ``XCE_EVENTS``.
+EVENTS_BATCH_SUBJECT: Final = EVENTS_PREFIX + "BATCH"
 DECISIONS_PREFIX: Final = "xce.decisions."
 DEADLETTER_PREFIX: Final = "xce.deadletter."
 
@@ -277,6 +285,34 @@ class RecordingRun(CoreRecording):
     since_snapshot: int = Field(ge=0)
 
 
+class EventBatch(WireModel):
+    """Several core events in one ``XCE_EVENTS`` message (``EVENTS_BATCH_SUBJECT``),
+    taken by the core in this order, as if each were a message of its own at the
+    batch's stream sequence.
+
+    Attributes:
+        events: the events, in order (1 or more).
+        ids: optional, one per event: the id the event is known by to its publisher
+            (the bridge's ``xce-bridge:ctl:<epoch>:<seq>`` of the controller message
+            it came from), or None. A dead letter of an event of the batch carries its
+            id (``DeadLetter.event_id``), so the publisher can tell which one it was.
+
+    Raises:
+        pydantic.ValidationError: no events, or ``ids`` of another length.
+    """
+
+    events: tuple[CoreEvent, ...] = Field(min_length=1)
+    ids: tuple[str | None, ...] = ()
+
+    @model_validator(mode="after")
+    def _ids_match(self) -> EventBatch:
+        if self.ids and len(self.ids) != len(self.events):
+            raise ValueError(
+                f"ids: {len(self.ids)} ids for {len(self.events)} events (one each, or none)"
+            )
+        return self
+
+
 class DeadLetter(WireModel):
     """A message a service could not handle, published on ``xce.deadletter.<source>``.
 
@@ -287,12 +323,15 @@ class DeadLetter(WireModel):
         data: the message payload as text (bytes that are not UTF-8 are written as
             ``\\xNN`` escapes).
         seq: its stream sequence, when it came from a stream.
+        event_id: for an event of an ``EventBatch``: its entry in the batch's ``ids``
+            (``data`` is then that event alone, as JSON).
     """
 
     subject: str
     reason: str
     data: str
     seq: StreamSeq | None = None
+    event_id: str | None = None
 
 
 class CoreCheckpoint(WireModel):

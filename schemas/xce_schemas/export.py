@@ -14,7 +14,7 @@ from typing import Any
 from pydantic import TypeAdapter
 
 from xce_schemas.alloc import JobAlloc
-from xce_schemas.bus import CoreCheckpoint, DeadLetter
+from xce_schemas.bus import CoreCheckpoint, DeadLetter, EventBatch
 from xce_schemas.controller import JobsSubmit
 from xce_schemas.decisions import Decision
 from xce_schemas.events import CoreEvent
@@ -30,6 +30,7 @@ EXPORTED: dict[str, Any] = {
     "core_snapshot.schema.json": CoreSnapshot,
     "dead_letter.schema.json": DeadLetter,
     "decision.schema.json": Decision,
+    "event_batch.schema.json": EventBatch,
     "job_alloc.schema.json": JobAlloc,
     "pending_reason.schema.json": PendingReason,
     "recording_line.schema.json": RecordingLine,

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 import nats
+import orjson
 import redis.asyncio as aioredis
 from nats.js import JetStreamContext
 from nats.js.errors import NotFoundError
@@ -39,7 +40,14 @@ from xce_schemas import (
     SchedulerConfig,
     WorkersPush,
 )
-from xce_schemas.bus import DEADLETTER_STREAM, DECISIONS_STREAM, EVENTS_STREAM, MSG_ID_HEADER
+from xce_schemas.bus import (
+    DEADLETTER_STREAM,
+    DECISIONS_STREAM,
+    EVENTS_BATCH_SUBJECT,
+    EVENTS_STREAM,
+    MSG_ID_HEADER,
+    event_subject,
+)
 from xce_schemas.controller import CTL_DECISIONS_STREAM, CTL_STREAM
 from xce_schemas.events import (
     ConfigPushPayload,
@@ -183,6 +191,29 @@ async def read_stream(js: JetStreamContext, stream: str) -> list[Stored]:
         assert msg.subject is not None
         stored.append(Stored(seq, msg.subject, headers.get(MSG_ID_HEADER), msg.data or b""))
     return stored
+
+
+async def read_events(js: JetStreamContext) -> list[Stored]:
+    """Every event of ``XCE_EVENTS``, in order, one ``Stored`` each: a batch message
+    (``xce.events.BATCH``) gives one per event, with the batch's sequence, the
+    event's subject and its id in the batch; any other message is as stored."""
+    events = []
+    for stored in await read_stream(js, EVENTS_STREAM):
+        if stored.subject != EVENTS_BATCH_SUBJECT:
+            events.append(stored)
+            continue
+        batch = orjson.loads(stored.data)
+        ids = batch.get("ids") or [stored.msg_id] * len(batch["events"])
+        for event, event_id in zip(batch["events"], ids, strict=True):
+            subject = event_subject(event["type"])
+            events.append(Stored(stored.seq, subject, event_id, orjson.dumps(event)))
+    return events
+
+
+async def events_last_seq(nats_url: str) -> int:
+    """The sequence of the last message of ``XCE_EVENTS`` (0: none)."""
+    async with connected(nats_url) as js:
+        return (await js.stream_info(EVENTS_STREAM)).state.last_seq or 0
 
 
 async def acked_seq(js: JetStreamContext, durable: str = "xce-core") -> int:

@@ -51,7 +51,7 @@ from xce_schemas import (
     parse_event,
 )
 from xce_schemas.alloc import HostAlloc, JobAlloc
-from xce_schemas.bus import DEADLETTER_STREAM, DECISIONS_STREAM, EVENTS_STREAM, MSG_ID_HEADER
+from xce_schemas.bus import DEADLETTER_STREAM, DECISIONS_STREAM, MSG_ID_HEADER
 from xce_schemas.controller import (
     BRIDGE_CTL_DURABLE,
     CTL_DECISIONS_SUBJECTS,
@@ -65,6 +65,8 @@ from tests.live.helpers import (
     Stored,
     assert_each_job_submitted_and_ended_once,
     connected,
+    events_last_seq,
+    read_events,
     read_stream,
     reference_decisions,
     run,
@@ -167,10 +169,10 @@ async def start_services(
 async def stop_services(core: CoreService, bridge: Bridge, tasks: list[asyncio.Task[None]]) -> None:
     bridge.stop()
     await tasks[1]
-    js_seq = bridge.published
+    last = await events_last_seq(core.options.nats_url)
 
     async def caught_up() -> bool:
-        return core.seq >= js_seq
+        return core.seq >= last
 
     await wait_until(caught_up, "the core to handle every event")
     core.stop()
@@ -200,7 +202,7 @@ def test_the_emulator_runs_a_workload_through_bridge_and_core(
         out, err = await asyncio.wait_for(proc.communicate(), 90)
         await stop_services(core, bridge, tasks)
         async with connected(nats_url) as js:
-            events = await read_stream(js, EVENTS_STREAM)
+            events = await read_events(js)
             decisions = await read_stream(js, DECISIONS_STREAM)
         assert proc.returncode is not None
         return proc.returncode, out.decode(), err.decode(), events, decisions
@@ -293,7 +295,7 @@ def test_bad_controller_messages_go_to_the_dead_letter_and_the_bridge_goes_on(
             bridge.stop()
             await task
             return (
-                await read_stream(js, EVENTS_STREAM),
+                await read_events(js),
                 await read_stream(js, DEADLETTER_STREAM),
                 bridge,
             )
@@ -369,7 +371,7 @@ def test_ts_never_goes_back_across_clock_steps_restarts_and_other_publishers(
         second.stop()
         await task
         async with connected(nats_url) as js:
-            return await read_stream(js, EVENTS_STREAM)
+            return await read_events(js)
 
     stored = run(go())
     ts = [parse_event(s.data).ts for s in stored]
@@ -419,7 +421,7 @@ def test_the_bridge_rides_out_a_nats_server_restart(
             rounds_before = int(bridge.metrics.rounds._value.get())
 
             async def through() -> bool:
-                stored = await read_stream(js, EVENTS_STREAM)
+                stored = await read_events(js)
                 states = sum(s.subject.endswith("JOB_STATE_CHANGE") for s in stored)
                 rounds_after = bridge.metrics.rounds._value.get()
                 return states == 40 and rounds_after >= rounds_before + 2
@@ -427,7 +429,7 @@ def test_the_bridge_rides_out_a_nats_server_restart(
             await wait_until(through, "every event after the restart")
             bridge.stop()
             await task
-            return await read_stream(js, EVENTS_STREAM)
+            return await read_events(js)
 
     stored = run(go())
     parsed = [parse_event(s.data) for s in stored]
@@ -473,7 +475,7 @@ def test_the_console_script_forwards_decisions_serves_metrics_and_stops_on_sigte
                 # Sent again until the bridge, subscribing, takes it.
                 await nc.publish("xce.ctl.config", b'{"config": {"queues": [{"name": "q"}]}}')
                 await nc.flush()
-                stored = await read_stream(js, EVENTS_STREAM)
+                stored = await read_events(js)
                 return any(s.subject == "xce.events.CONFIG_PUSH" for s in stored)
 
             await wait_until(configured, "the bridge to take the configuration")
@@ -527,7 +529,7 @@ def test_msg_ids_chain_events_in_order(bus: tuple[str, str]) -> None:
         bridge.stop()
         await task
         async with connected(nats_url) as js:
-            return await read_stream(js, EVENTS_STREAM)
+            return await read_events(js)
 
     stored = run(go())
     counters = [int((s.msg_id or "").rsplit(":", 1)[1]) for s in stored]
@@ -587,7 +589,7 @@ def test_nats_restarts_while_jobs_are_submitted_and_end_lose_nothing(
         assert bridge.reconnects >= 3
         await stop_services(core, bridge, tasks)
         async with connected(nats_url) as js:
-            events = await read_stream(js, EVENTS_STREAM)
+            events = await read_events(js)
             decisions = await read_stream(js, DECISIONS_STREAM)
         assert proc.returncode is not None
         return proc.returncode, out.decode() + err.decode(), events, decisions, restarted_ns
@@ -711,7 +713,7 @@ def test_a_controller_message_delivered_again_is_not_a_second_event(
             await wait_until(all_acked, "the ten delivered again to be acknowledged")
             second.stop()
             await task
-            return await read_stream(js, EVENTS_STREAM), first.published, second.published
+            return await read_events(js), first.published, second.published
 
     stored, first_count, second_count = run(go())
     assert (first_count, second_count) == (10, 5)
@@ -779,7 +781,7 @@ def test_a_stray_message_on_the_event_stream_does_not_wedge_a_running_bridge(
         bridge.stop()
         await task
         async with connected(nats_url) as js:
-            return await read_stream(js, EVENTS_STREAM)
+            return await read_events(js)
 
     stored = run(go())
     assert [s.data for s in stored].count(b"x") == 1
@@ -824,7 +826,7 @@ def test_a_controller_consumer_of_an_earlier_version_is_made_anew_at_its_positio
             bridge.stop()
             await task
             info = await js.consumer_info(CTL_STREAM, BRIDGE_CTL_DURABLE)
-            stored = await read_stream(js, EVENTS_STREAM)
+            stored = await read_events(js)
             return stored, info.config.ack_policy, bridge.published
 
     stored, policy, published = run(go())

@@ -23,7 +23,8 @@ from nats.errors import ConnectionClosedError
 from nats.js import JetStreamContext
 from xce_core.core import SchedCore
 from xce_core.snapshot import save_snapshot
-from xce_driver.live.core_service import CoreService, CoreServiceOptions, _Batch, decode_event
+from xce_driver.live.core_service import CoreService, CoreServiceOptions, _Batch
+from xce_driver.live.event_codec import decode_event
 from xce_driver.live.streams import ensure_streams
 from xce_schemas import CoreCheckpoint, DeadLetter, Decision, JobState, parse_decision
 from xce_schemas.bus import (

@@ -34,7 +34,7 @@ from xce_schemas.bus import (
 )
 from xce_schemas.controller import CTL_DECISIONS_STREAM, CTL_STREAM, ctl_msg_id, ctl_subject
 
-from tests.live.helpers import connected, read_stream, run, wait_until
+from tests.live.helpers import connected, events_last_seq, read_stream, run, wait_until
 
 pytestmark = [pytest.mark.nats, pytest.mark.redis]
 
@@ -95,10 +95,10 @@ class Services:
         """Stop the bridge, then the core once it has handled every event."""
         self.bridge.stop()
         await self.tasks[1]
-        published = self.bridge.published
+        last = await events_last_seq(self.core.options.nats_url)
 
         async def caught_up() -> bool:
-            return self.core.seq >= published
+            return self.core.seq >= last
 
         await wait_until(caught_up, "the core to handle every event")
         self.core.stop()

@@ -42,7 +42,6 @@ from xce_schemas.admin import CORE_STATUS_KEY
 from xce_schemas.bus import (
     CORE_CHECKPOINT_KEY,
     DECISIONS_STREAM,
-    EVENTS_STREAM,
     parse_decision_msg_id,
 )
 
@@ -52,6 +51,7 @@ from tests.live.helpers import (
     assert_each_job_submitted_and_ended_once,
     connected,
     publish,
+    read_events,
     read_stream,
     reference_decisions,
     run,
@@ -292,7 +292,7 @@ def read_back(nats_url: str) -> tuple[list[Stored], list[Stored]]:
 
     async def read() -> tuple[list[Stored], list[Stored]]:
         async with connected(nats_url) as js:
-            return await read_stream(js, EVENTS_STREAM), await read_stream(js, DECISIONS_STREAM)
+            return await read_events(js), await read_stream(js, DECISIONS_STREAM)
 
     return run(read())
 

@@ -9,7 +9,7 @@ import orjson
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from pydantic import ValidationError
-from xce_driver.live.core_service import decode_event
+from xce_driver.live.event_codec import decode_event
 from xce_schemas import parse_event
 from xce_schemas.bus import event_subject
 

@@ -10,8 +10,10 @@
 2. it stamps each valid message with ``ts`` = its wall clock in ns, never going back
    (``max`` of the clock and the last ``ts`` stamped, so a clock step backwards or a
    restart cannot make the core reject an event), and publishes the core event on
-   ``xce.events.<TYPE>``; only once the stream has it is the controller message
-   acknowledged. Every ``round_interval_s`` of wall time it emits a ``BEGIN_ROUND``
+   ``XCE_EVENTS``, in a batch with the events stamped with it (``xce.events.BATCH``,
+   at most ``batch_events`` each: the events waiting when the last publish ended,
+   so a batch never waits to fill); only once the stream has it is the controller
+   message acknowledged. Every ``round_interval_s`` of wall time it emits a ``BEGIN_ROUND``
    the same way (DESIGN: rounds are events);
 3. it forwards every decision of ``XCE_DECISIONS``, in stream order, through a
    durable pull consumer (``xce-bridge``), to ``xce.ctl.decisions.<OP>`` (stream
@@ -19,15 +21,16 @@
    id), and acknowledges it once the forward is stored.
 
 **Order and exactly-once on XCE_EVENTS.** The bridge is the only publisher of the
-stream. Events are published in the order they were stamped, pipelined in batches
-(``controller_bus.ChainedPublisher``): each carries a ``Nats-Msg-Id`` and
-``Nats-Expected-Last-Msg-Id`` naming the event before it, so after a lost publish
-the bridge sends again from the first event not acknowledged, same ids, same
+stream. Events are published in the order they were stamped, in batch messages
+pipelined (``controller_bus.ChainedPublisher``): each carries a ``Nats-Msg-Id`` and
+``Nats-Expected-Last-Msg-Id`` naming the message before it, so after a lost publish
+the bridge sends again from the first message not acknowledged, same ids, same
 bytes, and the stream keeps them in stamping order, none twice. An event of a
 controller message has the id ``xce-bridge:ctl:<epoch>:<controller seq>``; a
-round ``xce-bridge:<run>:<n>``. Every event carries the controller position
+round ``xce-bridge:<run>:<n>``; a batch has its events' ids (``EventBatch.ids``)
+and the id of its last event. Every message carries the controller position
 (``Xce-Ctl-Seq``, ``Xce-Ctl-Epoch``): every controller message up to it is an event
-or a dead letter. At start the bridge reads the last event of the stream and goes on
+or a dead letter. At start the bridge reads the last message of the stream and goes on
 from its ``ts``, its id and that position: a controller message delivered again (an
 acknowledgement lost, a bridge restart) at or before the position is acknowledged
 and dropped, never stamped a second time. If something else published meanwhile
@@ -50,10 +53,9 @@ import logging
 import math
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import cast
 
-import orjson
 from nats.aio.client import Client as NatsClient
 from nats.aio.msg import Msg
 from nats.errors import Error as NatsError
@@ -66,11 +68,11 @@ from xce_schemas.bus import (
     DEADLETTER_STREAM,
     DECISIONS_PREFIX,
     DECISIONS_STREAM,
+    EVENTS_BATCH_SUBJECT,
     EVENTS_STREAM,
     MSG_ID_HEADER,
     DeadLetter,
     deadletter_subject,
-    event_subject,
 )
 from xce_schemas.controller import (
     BRIDGE_CTL_DURABLE,
@@ -104,6 +106,7 @@ from xce_driver.live.controller_bus import (
     publish_until_acked,
     stream_epoch,
 )
+from xce_driver.live.event_codec import encode_batch, last_ts
 from xce_driver.live.metrics import BridgeMetrics
 from xce_driver.live.options import (
     LOG_LEVELS,
@@ -127,8 +130,23 @@ MAX_ROUND_INTERVAL_S = 86_400.0
 STOP_RETRY_S = 10.0
 #: How many events back a starting bridge looks for the controller position.
 RESUME_LOOKBACK = 256
+#: About the most bytes of events in one ``XCE_EVENTS`` message (NATS's default
+#: largest message is 1 MiB).
+BATCH_BYTES = 256 * 1024
 #: Most controller messages delivered to the bridge and not yet acknowledged.
 CTL_MAX_ACK_PENDING = 100_000
+
+
+@dataclass(frozen=True, slots=True)
+class _Stamped:
+    """An event stamped and waiting for the stream: its type, JSON, id, the
+    controller position when it was stamped, and when (``time.perf_counter()``, s)."""
+
+    type: str
+    data: bytes
+    event_id: str
+    ctl_seq: int
+    queued: float = field(default_factory=time.perf_counter)
 
 
 @dataclass(frozen=True)
@@ -145,6 +163,7 @@ class BridgeOptions:
             (and dropped, when it is an event already).
         publish_batch: most events published before waiting for their
             acknowledgements (≥ 1).
+        batch_events: most events in one ``XCE_EVENTS`` message (≥ 1).
         ack_timeout_s: how long to wait for an event's acknowledgement before
             publishing it again, s (> 0).
         fetch_batch: controller messages or decisions fetched per request (≥ 1).
@@ -160,6 +179,7 @@ class BridgeOptions:
     ctl_durable: str = BRIDGE_CTL_DURABLE
     ctl_ack_wait_s: float = 30.0
     publish_batch: int = 512
+    batch_events: int = 256
     ack_timeout_s: float = 5.0
     fetch_batch: int = 256
     fetch_timeout_s: float = 0.5
@@ -171,8 +191,8 @@ class BridgeOptions:
                 f"round interval must be more than 0 and at most {MAX_ROUND_INTERVAL_S:g} s, "
                 f"not {interval:g}"
             )
-        if self.publish_batch < 1 or self.fetch_batch < 1:
-            raise ValueError("publish_batch and fetch_batch must be 1 or more")
+        if min(self.publish_batch, self.fetch_batch, self.batch_events) < 1:
+            raise ValueError("publish_batch, fetch_batch and batch_events must be 1 or more")
         if not (self.ack_timeout_s > 0 and self.fetch_timeout_s > 0 and self.ctl_ack_wait_s > 0):
             raise ValueError("ack_timeout_s, fetch_timeout_s and ctl_ack_wait_s must be positive")
 
@@ -229,7 +249,7 @@ class Bridge:
         self.ready = asyncio.Event()
         self._run_id = f"xce-bridge:{time.time_ns():x}"
         self._count = 0
-        self._queue: collections.deque[Outgoing] = collections.deque()
+        self._queue: collections.deque[_Stamped] = collections.deque()
         self._wake = asyncio.Event()
         self._closing = False
         self._stop = asyncio.Event()
@@ -361,10 +381,9 @@ class Bridge:
                 headers = msg.headers or {}
                 if seq == last:
                     chain = headers.get(MSG_ID_HEADER)
-                    with contextlib.suppress(orjson.JSONDecodeError, AttributeError):
-                        ts = orjson.loads(msg.data or b"").get("ts")
-                        if isinstance(ts, int) and ts > self.last_ts:
-                            self.last_ts = ts
+                    ts = last_ts(msg.subject or "", msg.data or b"")
+                    if ts is not None and ts > self.last_ts:
+                        self.last_ts = ts
                 ctl_seq = headers.get(CTL_SEQ_HEADER)
                 if ctl_seq is not None and ctl_seq.isdigit():
                     if headers.get(CTL_EPOCH_HEADER) == self._ctl_epoch:
@@ -471,24 +490,35 @@ class Bridge:
         event = to_core_event(kind, payload, self._stamp())
         self._emit(event, ctl_event_msg_id(self._ctl_epoch, item.seq))
 
-    def _emit(self, event: CoreEvent, msg_id: str | None = None) -> None:
+    def _emit(self, event: CoreEvent, event_id: str | None = None) -> None:
         """Queue a stamped event for the stream, in stamping order, with the
         controller position."""
-        if msg_id is None:
+        if event_id is None:
             self._count += 1
-            msg_id = f"{self._run_id}:{self._count}"
-        headers = {CTL_SEQ_HEADER: str(self._ctl_taken), CTL_EPOCH_HEADER: self._ctl_epoch}
+            event_id = f"{self._run_id}:{self._count}"
         self._queue.append(
-            Outgoing(
-                event_subject(event.type),
-                event.model_dump_json().encode(),
-                msg_id,
-                headers,
-                tag=(event.type, self._ctl_taken),
-            )
+            _Stamped(event.type, event.model_dump_json().encode(), event_id, self._ctl_taken)
         )
         self.metrics.last_event_ts.set(event.ts / 1e9)
         self._wake.set()
+
+    def _batches(self, events: Sequence[_Stamped]) -> list[Outgoing]:
+        """``events`` in batch messages of at most ``batch_events`` events and about
+        ``BATCH_BYTES`` (an event larger than that goes alone), in order; each with
+        the id and the controller position of its last event."""
+        out: list[Outgoing] = []
+        limit = self.options.batch_events
+        start = size = 0
+        for end, stamped in enumerate(events, 1):
+            size += len(stamped.data)
+            if end - start == limit or size >= BATCH_BYTES or end == len(events):
+                part = events[start:end]
+                last = part[-1]
+                headers = {CTL_SEQ_HEADER: str(last.ctl_seq), CTL_EPOCH_HEADER: self._ctl_epoch}
+                data = encode_batch([e.data for e in part], [e.event_id for e in part])
+                out.append(Outgoing(EVENTS_BATCH_SUBJECT, data, last.event_id, headers, tag=part))
+                start, size = end, 0
+        return out
 
     async def _dead_letter(self, item: Delivered, reason: str) -> None:
         """Store the dead letter of a controller message, sending it again until
@@ -566,22 +596,26 @@ class Bridge:
                 await self._wake.wait()
                 continue
             take = min(len(self._queue), self.options.publish_batch)
-            batch = [self._queue.popleft() for _ in range(take)]
+            events = [self._queue.popleft() for _ in range(take)]
             self.metrics.events_queued.set(len(self._queue) + take)
-            put = await self._events.publish(batch, self._confirm)
+            batches = self._batches(events)
+            put = await self._events.publish(batches, self._confirm)
             self.metrics.events_queued.set(len(self._queue))
             await self._ack_done()
-            if put < len(batch):
-                log.error("stopping: %d events not published", len(batch) - put)
+            if put < len(batches):
+                lost = sum(len(cast(list[_Stamped], b.tag)) for b in batches[put:])
+                log.error("stopping: %d events not published", lost)
                 self._queue.clear()
                 return
 
     def _confirm(self, item: Outgoing) -> None:
-        event_type, ctl_seq = cast(tuple[str, int], item.tag)
-        self._advance_done(ctl_seq)
-        self.published += 1
-        self.metrics.events.labels(event_type).inc()
-        self.metrics.event_publish.observe(time.perf_counter() - item.queued)
+        events = cast(list[_Stamped], item.tag)
+        self._advance_done(events[-1].ctl_seq)
+        self.published += len(events)
+        now = time.perf_counter()
+        for stamped in events:
+            self.metrics.events.labels(stamped.type).inc()
+            self.metrics.event_publish.observe(now - stamped.queued)
 
     # --- decisions back ------------------------------------------------------------------
 

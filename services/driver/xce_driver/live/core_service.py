@@ -1,14 +1,17 @@
 """The core service: ``XCE_EVENTS`` → ``SchedCore`` → ``XCE_DECISIONS``, checkpoints in Redis.
 
 Events come in stream order through a durable pull consumer, a fetched batch
-at a time:
+of messages at a time; a message holds one event, or a batch of them
+(``xce.events.BATCH``, what the bridge publishes; ``live.event_codec``):
 
 1. each event is decoded and validated (``xce_schemas``) and pushed into the
    core, its decisions collected; a malformed event, or one the core rejects, is
-   noted for ``xce.deadletter.core`` with the reason (DESIGN invariant 5);
+   noted for ``xce.deadletter.core`` with the reason (DESIGN invariant 5), and the
+   other events of its batch are taken all the same;
 2. at the batch's end (a *flush*; earlier where a checkpoint or a recording
-   command falls due inside it) the batch's decisions go to ``xce.decisions.<OP>``
-   pipelined, with ``Nats-Msg-Id = decision_msg_id(event seq, index)``, each
+   command falls due inside it, or ``fetch_batch`` events were taken) the batch's
+   decisions go to ``xce.decisions.<OP>`` pipelined, with
+   ``Nats-Msg-Id = decision_msg_id(message seq, index)``, each
    chained to the one before it (``Nats-Expected-Last-Msg-Id``, see
    ``controller_bus.ChainedPublisher``), and the flush waits until the stream has
    every one; then the dead letters;
@@ -56,7 +59,9 @@ changes nothing in it: the decisions are the same with or without it.
 
 Only one core service may consume the stream at a time (it deletes and recreates
 its consumer at start). The core runs on its discrete clock: all time comes from
-the events' ``ts``, so a restart cannot change a decision.
+the events' ``ts``, so a restart cannot change a decision. Positions (checkpoints,
+recording starts and stops, the watermark) are message sequences: a batch is
+taken whole before any of them.
 """
 
 from __future__ import annotations
@@ -72,7 +77,6 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
-import orjson
 import redis.asyncio as aioredis
 from nats.aio.client import Client as NatsClient
 from nats.aio.msg import Msg
@@ -88,7 +92,7 @@ from xce_core.core import SchedCore
 from xce_core.errors import CoreError
 from xce_core.plugins import PluginRegistry
 from xce_core.snapshot import load_snapshot, save_snapshot
-from xce_schemas import CoreEvent, Decision, parse_event
+from xce_schemas import CoreEvent, Decision
 from xce_schemas.admin import CORE_STATUS_KEY, CoreStatus, to_hash
 from xce_schemas.bus import (
     CORE_CHECKPOINT_KEY,
@@ -108,13 +112,13 @@ from xce_schemas.bus import (
     deadletter_subject,
     decision_msg_id,
     decision_subject,
-    event_type_of,
     parse_decision_msg_id,
 )
 from xce_schemas.errors import describe
 
 from xce_driver.live.connection import connect_nats
 from xce_driver.live.controller_bus import ChainedPublisher, Outgoing, last_msg_id
+from xce_driver.live.event_codec import Taken, data_of, decode_message
 from xce_driver.live.metrics import CoreMetrics
 from xce_driver.live.options import (
     LOG_LEVELS,
@@ -161,8 +165,8 @@ class _Batch:
 
     #: Their decisions, in (event seq, index) order, not yet on ``XCE_DECISIONS``.
     decisions: list[Outgoing] = field(default_factory=list)
-    #: ``(subject, data, seq, reason)`` of each event rejected.
-    letters: list[tuple[str, bytes, int, str]] = field(default_factory=list)
+    #: The dead letter of each event rejected, with its message id.
+    letters: list[tuple[DeadLetter, str]] = field(default_factory=list)
     #: How many events were taken.
     events: int = 0
     #: The ``ts`` of the last ``BEGIN_ROUND`` taken (None: none).
@@ -202,7 +206,8 @@ class CoreServiceOptions:
         prng_seed: seed of a fresh core's PRNG (a checkpoint carries its own).
         durable: name of the durable consumer on ``XCE_EVENTS``.
         checkpoint_key: the Redis key of the checkpoint.
-        fetch_batch: events fetched per request (≥ 1).
+        fetch_batch: messages fetched per request (≥ 1); also the most events taken
+            before their decisions are flushed (a message's events are never split).
         fetch_timeout_s: how long one fetch waits for events, s; also the longest a
             stop request waits while the stream is idle.
         ack_wait_s: how long the server waits for an acknowledgement before it
@@ -250,39 +255,6 @@ class CoreServiceOptions:
             raise ValueError(f"fault must be one of {FAULT_POINTS} with a count ≥ 1")
 
 
-def decode_event(subject: str, data: bytes) -> CoreEvent | str:
-    """Decode and validate one message of ``XCE_EVENTS``.
-
-    Returns:
-        The event, or why it is rejected: one line naming the event type and field.
-    """
-    expected = event_type_of(subject)
-    if expected is None:
-        return f"subject {subject!r} names no event type (xce.events.<TYPE>)"
-    # The common case in one pass (pydantic parses and validates the JSON text:
-    # about half the time of orjson then validation); a message that fails it is
-    # decoded again step by step below, for the reason.
-    with contextlib.suppress(ValidationError):
-        event = parse_event(data)
-        if event.type == expected:
-            return event
-    try:
-        decoded = orjson.loads(data)
-    except orjson.JSONDecodeError as exc:
-        return f"{expected} rejected: not JSON ({exc})"
-    if not isinstance(decoded, dict):
-        return f"{expected} rejected: not a JSON object"
-    if decoded.get("type") != expected:
-        return (
-            f"{expected} rejected: type: {decoded.get('type')!r} does not match "
-            f"the subject {subject}"
-        )
-    try:
-        return parse_event(decoded)
-    except ValidationError as exc:
-        return f"{expected} rejected: {describe(exc, skip=1, default='event')}"
-
-
 class CoreService:
     """One scheduling core behind the bus (see the module docstring for the protocol).
 
@@ -312,6 +284,8 @@ class CoreService:
         self.seq = 0
         #: The stream sequence the last checkpoint covers.
         self.checkpoint_seq = 0
+        #: Events taken since the last checkpoint (a message may hold several).
+        self._since_checkpoint = 0
         self._watermark: tuple[int, int] | None = None
         self._decisions_out: ChainedPublisher | None = None
         #: Recording messages made but not yet on ``XCE_RECORD`` (see ``_flush_records``).
@@ -573,7 +547,7 @@ class CoreService:
             while self.seq + 1 < seq:
                 await self._take_missing(self.seq + 1, batch)
             await self._take(seq, msg.subject, msg.data, batch)
-            if self._flush_due():
+            if self._flush_due() or batch.events >= self.options.fetch_batch:
                 await self._flush(batch)
                 batch = _Batch()
         return batch
@@ -592,34 +566,53 @@ class CoreService:
         await self._take(seq, stored.subject or "", stored.data or b"", batch)
 
     async def _take(self, seq: int, subject: str, data: bytes, batch: _Batch) -> None:
-        """Push event ``seq`` into the core; its decisions and dead letter wait in
-        ``batch`` for the flush. A recording on gets the event's lines at once: its
-        snapshots are of the core right after this event."""
-        event = decode_event(subject, data)
-        self._out.clear()
-        reason = event if isinstance(event, str) else self._apply(event)
+        """Push the event(s) of message ``seq`` into the core, in order; their
+        decisions and dead letters wait in ``batch`` for the flush. A recording on
+        gets each event's lines at once: its snapshots are of the core right after
+        that event."""
         mark = self._watermark
-        for index, decision in enumerate(self._out):
-            if mark is not None and (seq, index) <= mark:
-                self.metrics.decisions_skipped.inc()
-                continue
-            batch.decisions.append(
-                Outgoing(
-                    decision_subject(decision.op),
-                    decision.model_dump_json().encode(),
-                    decision_msg_id(seq, index),
-                    tag=decision.op,
-                )
-            )
-        if reason is not None:
-            batch.letters.append((subject, data, seq, reason))
-        elif not isinstance(event, str):
-            if self.record.on:
-                await self.record.event(self.core, seq, event, self._out)
-            if event.type == "BEGIN_ROUND":
-                batch.round_ts = event.ts
-        batch.events += 1
+        index = 0  # the message's decisions, counted across the events of a batch
+        for taken in decode_message(subject, data):
+            event = taken.event
+            self._out.clear()
+            reason = event if isinstance(event, str) else self._apply(event)
+            for decision in self._out:
+                if mark is not None and (seq, index) <= mark:
+                    self.metrics.decisions_skipped.inc()
+                else:
+                    batch.decisions.append(
+                        Outgoing(
+                            decision_subject(decision.op),
+                            decision.model_dump_json().encode(),
+                            decision_msg_id(seq, index),
+                            tag=decision.op,
+                        )
+                    )
+                index += 1
+            if reason is not None:
+                batch.letters.append(self._letter(seq, taken, reason))
+            elif not isinstance(event, str):
+                if self.record.on:
+                    await self.record.event(self.core, seq, event, self._out)
+                if event.type == "BEGIN_ROUND":
+                    batch.round_ts = event.ts
+            batch.events += 1
+            self._since_checkpoint += 1
         self.seq = seq
+
+    @staticmethod
+    def _letter(seq: int, taken: Taken, reason: str) -> tuple[DeadLetter, str]:
+        """The dead letter of an event of message ``seq`` and its message id (one
+        per event: ``xce-core:dl:<seq>``, and ``:<index>`` for one of a batch)."""
+        letter = DeadLetter(
+            subject=taken.subject,
+            reason=reason,
+            data=data_of(taken).decode("utf-8", errors="backslashreplace"),
+            seq=seq,
+            event_id=taken.event_id,
+        )
+        suffix = "" if taken.index is None else f":{taken.index}"
+        return letter, f"xce-core:dl:{seq}{suffix}"
 
     def _flush_due(self) -> bool:
         """Whether the events taken so far must be flushed before the next one: a
@@ -648,8 +641,8 @@ class CoreService:
         """
         await self._store(self._decisions_out, batch.decisions, self._decision_stored)
         await self._flush_records()
-        for subject, data, seq, reason in batch.letters:
-            await self._dead_letter(subject, data, seq, reason)
+        for letter, msg_id in batch.letters:
+            await self._dead_letter(letter, msg_id)
         last = batch.last
         if last is not None:
             for _ in range(batch.events):
@@ -718,19 +711,13 @@ class CoreService:
         self.metrics.decisions.labels(str(item.tag)).inc()
         self._fault("decision")
 
-    async def _dead_letter(self, subject: str, data: bytes, seq: int, reason: str) -> None:
-        log.warning("event seq %d dead-lettered: %s", seq, reason)
-        letter = DeadLetter(
-            subject=subject,
-            reason=reason,
-            data=data.decode("utf-8", errors="backslashreplace"),
-            seq=seq,
-        )
+    async def _dead_letter(self, letter: DeadLetter, msg_id: str) -> None:
+        log.warning("event seq %s dead-lettered: %s", letter.seq, letter.reason)
         await self._publish(
             deadletter_subject(CORE_SOURCE),
             letter.model_dump_json().encode(),
             DEADLETTER_STREAM,
-            f"xce-core:dl:{seq}",
+            msg_id,
         )
         self.metrics.dead_letters.inc()
 
@@ -971,7 +958,7 @@ class CoreService:
         """``snapshot_every`` events since the last checkpoint. After a failed write
         (Redis down) the next try waits ``snapshot_seconds``: a full snapshot per
         event would stall the events meanwhile."""
-        return self.seq - self.checkpoint_seq >= self.options.snapshot_every and (
+        return self._since_checkpoint >= self.options.snapshot_every and (
             self._checkpoint_written or self._checkpoint_due()
         )
 
@@ -1004,6 +991,7 @@ class CoreService:
             return False
         self._checkpoint_written = True
         self.checkpoint_seq = self.seq
+        self._since_checkpoint = 0
         self.metrics.checkpoints.inc()
         self.metrics.checkpoint_seq.set(self.seq)
         self._fault("checkpointed")

@@ -27,8 +27,9 @@ from its end at the start, through a durable consumer of this run
 (``xce-sched-emulate-<run>-deadletters``, deleted at the end). A dead letter is
 one of this run's messages when it names the controller message: the bridge's
 dead letter has the id ``xce-bridge:ctl:<epoch>:<seq>`` itself, and the core's
-names the event (its ``seq`` on ``XCE_EVENTS``), whose id is that of the controller
-message it was made from; ``<seq>`` is where ``XCE_CONTROLLER`` stored the
+carries that id as ``event_id`` (an event of a batch), or names the event (its
+``seq`` on ``XCE_EVENTS``), whose id is that of the controller message it was made
+from; ``<seq>`` is where ``XCE_CONTROLLER`` stored the
 emulator's message (its publish acknowledgement), ``<epoch>`` that stream's
 creation time. When a message that submitted jobs is refused (e.g. ``job 47 already
 exists``: an earlier run's jobs are still in the core), none of its jobs will ever
@@ -419,6 +420,8 @@ class LiveEmulator(Workload):
             return
         if source == BRIDGE_SOURCE:  # its id names the controller message itself
             msg_id = item.headers.get(MSG_ID_HEADER)
+        elif letter.event_id is not None:  # an event of a batch: its own id
+            msg_id = letter.event_id
         else:
             msg_id = await self._event_msg_id(js, letter.seq)
         sent = self._sent_as(msg_id)
