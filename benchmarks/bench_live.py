@@ -18,9 +18,9 @@ controller events per job, one DISPATCH decision, a PEND only when it waited.
    average half a round interval).
 2. **Highest sustained rate.** Steps of ``--rates`` events/s, ``--step-seconds``
    each; per step: the rate the controller sent, the rate the bridge stored on
-   ``XCE_EVENTS``, the rate the core handled (its durable consumer's
-   acknowledgements), and how long after the step's end the core took to catch up
-   with the stream (the lag left). A rate is sustained when the
+   ``XCE_EVENTS`` and the rate the core handled (events, read from the services'
+   ``/metrics``: the stream holds batches of events), and how long after the step's
+   end the core took to catch up with the stream (the lag left). A rate is sustained when the
    core handled at least 95% of it and the lag left is under 1 s.
 3. **Baseline, same process:** a raw JetStream round trip without the core: publish
    one message, consume it with a pull consumer; its p50/p99 at the latency rate,
@@ -42,6 +42,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import urllib.request
 from collections.abc import Awaitable, Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -54,20 +55,25 @@ from nats.aio.msg import Msg
 from nats.js import JetStreamContext
 from nats.js.api import AckPolicy, ConsumerConfig, StreamConfig
 from nats.js.errors import NotFoundError
+from prometheus_client.parser import text_string_to_metric_families
 from rich.console import Console
 from rich.table import Table
+from xce_driver.live.bridge import BridgeOptions
 from xce_driver.live.controller_bus import ensure_ctl_streams
+from xce_driver.live.event_codec import encode_batch
 from xce_driver.live.streams import ensure_streams
 from xce_schemas import BeginRound, CoreEvent
-from xce_schemas.bus import EVENTS_STREAM, event_subject
+from xce_schemas.bus import EVENTS_BATCH_SUBJECT, EVENTS_STREAM
 from xce_schemas.controller import (
+    BRIDGE_CTL_DURABLE,
+    CTL_STREAM,
     parse_ctl_payload,
     to_core_event,
 )
 
 try:
     from tests.live.helpers import reset_bus
-    from tests.live.servers import ServerProcess, nats_server, redis_server
+    from tests.live.servers import ServerProcess, free_port, nats_server, redis_server
 except ImportError:  # run outside the repository checkout
     ServerProcess = None  # type: ignore[assignment,misc]
 
@@ -143,10 +149,46 @@ class Controller:
         return (self.sent - sent0) / (loop.time() - start)
 
 
+def counted(port: int, name: str) -> float:
+    """The sum of metric ``name`` (every label) a service serves on ``port``."""
+    with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5) as answer:
+        text = answer.read().decode()
+    return sum(
+        sample.value
+        for family in text_string_to_metric_families(text)
+        for sample in family.samples
+        if sample.name == name
+    )
+
+
+@dataclass(frozen=True)
+class EventCounters:
+    """Where the events the bridge stored and the core handled are counted."""
+
+    bridge_port: int
+    core_port: int
+
+    async def read(self) -> tuple[float, float]:
+        """``(events the bridge stored, events the core handled)`` so far."""
+        return await asyncio.gather(
+            asyncio.to_thread(counted, self.bridge_port, "xce_bridge_events_total"),
+            asyncio.to_thread(counted, self.core_port, "xce_core_events_total"),
+        )
+
+
 async def core_acked(js: JetStreamContext) -> int:
     """The last event sequence the core service acknowledged."""
     try:
         info = await js.consumer_info(EVENTS_STREAM, "xce-core")
+    except NotFoundError:
+        return 0
+    return info.ack_floor.stream_seq if info.ack_floor else 0
+
+
+async def ctl_acked(js: JetStreamContext) -> int:
+    """The last controller message the bridge acknowledged (its event is stored)."""
+    try:
+        info = await js.consumer_info(CTL_STREAM, BRIDGE_CTL_DURABLE)
     except NotFoundError:
         return 0
     return info.ack_floor.stream_seq if info.ack_floor else 0
@@ -211,7 +253,7 @@ class Step:
 
 
 async def live(
-    nats_url: str, args: argparse.Namespace, meter: CpuMeter
+    nats_url: str, args: argparse.Namespace, meter: CpuMeter, counters: EventCounters
 ) -> tuple[Controller, list[Step]]:
     nc = await nats.connect(nats_url)
     js = nc.jetstream()
@@ -239,15 +281,22 @@ async def live(
     await drained(js, 30)
     steps = []
     for rate in args.rates:
-        stored0, acked0, t0 = await stream_last(js), await core_acked(js), time.perf_counter()
+        (stored0, handled0), t0 = await counters.read(), time.perf_counter()
         meter.start()
         sent_rate = await ctl.paced(rate, args.step_seconds)
         cores = meter.stop()
-        stored1, acked1, t1 = await stream_last(js), await core_acked(js), time.perf_counter()
+        (stored1, handled1), t1 = await counters.read(), time.perf_counter()
         lag = await drained(js, 30)
         span = t1 - t0
         steps.append(
-            Step(rate, sent_rate, (stored1 - stored0) / span, (acked1 - acked0) / span, lag, cores)
+            Step(
+                rate,
+                sent_rate,
+                (stored1 - stored0) / span,
+                (handled1 - handled0) / span,
+                lag,
+                cores,
+            )
         )
         if lag is None:
             break
@@ -307,6 +356,8 @@ async def raw_baseline(nats_url: str, rate: float, seconds: float) -> tuple[list
 
 #: Events (or controller messages) in each service's backlog for the "alone" runs.
 ALONE_EVENTS = 30_000
+#: Events per message of the core's backlog: the bridge's most.
+BATCH_EVENTS = BridgeOptions().batch_events
 
 
 def core_backlog(count: int) -> Iterator[CoreEvent]:
@@ -361,9 +412,12 @@ def alone(nats_url: str, redis_url: str, logs: Path) -> tuple[float, float]:
     running but the servers): the core service's events/s from ``XCE_EVENTS`` to
     acknowledged with their decisions stored; the bridge's controller messages/s
     from ``XCE_CONTROLLER`` to events stored."""
-    events = (
-        (event_subject(e.type), e.model_dump_json().encode()) for e in core_backlog(ALONE_EVENTS)
-    )
+    # The core's backlog in batch messages, as the bridge publishes them.
+    events = [e.model_dump_json().encode() for e in core_backlog(ALONE_EVENTS)]
+    batches = [
+        (EVENTS_BATCH_SUBJECT, encode_batch(chunk, [None] * len(chunk)))
+        for chunk in (events[i : i + BATCH_EVENTS] for i in range(0, len(events), BATCH_EVENTS))
+    ]
     core = service(
         logs, "core-alone", "xce_driver.live.core_service", nats_url, "--redis", redis_url
     )
@@ -376,9 +430,10 @@ def alone(nats_url: str, redis_url: str, logs: Path) -> tuple[float, float]:
     bridge = service(
         logs, "bridge-alone", "xce_driver.live.bridge", nats_url, "--round-interval", "3600"
     )
+    messages_per_s = backlog_rate(nats_url, redis_url, iter(batches), core, core_acked)
     return (
-        backlog_rate(nats_url, redis_url, events, core, core_acked),
-        backlog_rate(nats_url, redis_url, messages, bridge, stream_last),
+        messages_per_s * len(events) / len(batches),
+        backlog_rate(nats_url, redis_url, messages, bridge, ctl_acked),
     )
 
 
@@ -468,9 +523,17 @@ def main(argv: list[str] | None = None) -> int:
         nats_url, redis_url, pids = urls
         logs = Path(tmp)
         round_interval = str(args.round_interval)
+        counters = EventCounters(bridge_port=free_port(), core_port=free_port())
         with (
             service(
-                logs, "core", "xce_driver.live.core_service", nats_url, "--redis", redis_url
+                logs,
+                "core",
+                "xce_driver.live.core_service",
+                nats_url,
+                "--redis",
+                redis_url,
+                "--metrics-port",
+                str(counters.core_port),
             ) as core,
             service(
                 logs,
@@ -479,10 +542,12 @@ def main(argv: list[str] | None = None) -> int:
                 nats_url,
                 "--round-interval",
                 round_interval,
+                "--metrics-port",
+                str(counters.bridge_port),
             ) as bridge,
         ):
             pids |= {"core": core.pid, "bridge": bridge.pid}
-            ctl, steps = asyncio.run(live(nats_url, args, CpuMeter(pids)))
+            ctl, steps = asyncio.run(live(nats_url, args, CpuMeter(pids), counters))
             raw, raw_rate = asyncio.run(raw_baseline(nats_url, args.latency_rate, 3.0))
         core_alone, bridge_alone = alone(nats_url, redis_url, logs)
     lag, dispatch, first = ctl.decision_lag_ms, ctl.dispatch_ms, ctl.session_lag_ms

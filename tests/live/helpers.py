@@ -23,6 +23,7 @@ from nats.js import JetStreamContext
 from nats.js.errors import NotFoundError
 from xce_core.core import SchedCore
 from xce_core.errors import CoreError
+from xce_driver.live.event_codec import encode_batch
 from xce_driver.live.publish import publish_events
 from xce_driver.live.streams import ensure_streams
 from xce_schemas import (
@@ -163,10 +164,22 @@ def reset_bus(nats_url: str, redis_url: str) -> None:
     asyncio.run(reset())
 
 
-async def publish(js: JetStreamContext, events: Sequence[CoreEvent]) -> list[int]:
-    """Create the streams if needed and publish ``events``; their stream sequences."""
+async def publish(js: JetStreamContext, events: Sequence[CoreEvent], batch: int = 1) -> list[int]:
+    """Create the streams if needed and publish ``events``, one per message, or
+    ``batch`` per ``xce.events.BATCH`` message (as the bridge does, ids
+    ``e<index>``); the messages' stream sequences."""
     await ensure_streams(js)
-    return await publish_events(js, events)
+    if batch == 1:
+        return await publish_events(js, events)
+    seqs = []
+    for start in range(0, len(events), batch):
+        part = events[start : start + batch]
+        data = encode_batch(
+            [e.model_dump_json().encode() for e in part],
+            [f"e{start + i}" for i in range(len(part))],
+        )
+        seqs.append((await js.publish(EVENTS_BATCH_SUBJECT, data, stream=EVENTS_STREAM)).seq)
+    return seqs
 
 
 @dataclass(frozen=True)

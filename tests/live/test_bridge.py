@@ -16,6 +16,7 @@ controller message delivered again after a bridge restart is not a second event.
 from __future__ import annotations
 
 import asyncio
+import itertools
 import random
 import shutil
 import signal
@@ -51,7 +52,7 @@ from xce_schemas import (
     parse_event,
 )
 from xce_schemas.alloc import HostAlloc, JobAlloc
-from xce_schemas.bus import DEADLETTER_STREAM, DECISIONS_STREAM, MSG_ID_HEADER
+from xce_schemas.bus import DEADLETTER_STREAM, DECISIONS_STREAM, EVENTS_STREAM, MSG_ID_HEADER
 from xce_schemas.controller import (
     BRIDGE_CTL_DURABLE,
     CTL_DECISIONS_SUBJECTS,
@@ -882,3 +883,45 @@ def test_ctrl_c_stops_the_emulator_at_once(bus: tuple[str, str], tmp_path: Path)
     assert proc.returncode == 130, err
     assert err.rstrip().endswith("xce-sched: interrupted"), err
     assert "Traceback" not in err
+
+
+def test_a_backlog_of_controller_messages_goes_out_in_batches_in_order(
+    bus: tuple[str, str],
+) -> None:
+    """Controller messages waiting when the bridge starts become batch messages of
+    at most ``batch_events`` events, in controller order, each event with its
+    controller message's id and each message with the position of its last one."""
+    nats_url, _ = bus
+    jobs = 35
+
+    async def go() -> tuple[list[Stored], list[Stored]]:
+        async with connected(nats_url) as js:
+            await ensure_ctl_streams(js)
+            acks = [await js.publish("xce.ctl.config", b'{"config":{"queues":[{"name":"q"}]}}')]
+            for jobid in range(1, jobs + 1):
+                data = b'{"jobs":[{"jobid":%d,"queue":"q"}]}' % jobid
+                acks.append(await js.publish("xce.ctl.jobs", data))
+            options = BridgeOptions(nats_url=nats_url, round_interval_s=3600, batch_events=10)
+            bridge = Bridge(options)
+            task = asyncio.create_task(bridge.run())
+
+            async def through() -> bool:
+                return bridge.published == jobs + 1
+
+            await wait_until(through, "every job on the stream")
+            bridge.stop()
+            await task
+            return await read_stream(js, EVENTS_STREAM), await read_events(js)
+
+    messages, events = run(go())
+    assert all(m.subject == "xce.events.BATCH" for m in messages)
+    sizes = [len(orjson.loads(m.data)["events"]) for m in messages]
+    assert sum(sizes) == jobs + 1 and max(sizes) <= 10
+    assert len(messages) < jobs + 1, "the backlog went out one event per message"
+    jobids = [parse_event(e.data).payload.jobs[0].jobid for e in events[1:]]  # type: ignore[union-attr]
+    assert jobids == list(range(1, jobs + 1))
+    epoch = events[0].msg_id.split(":")[2]  # type: ignore[union-attr]
+    assert [e.msg_id for e in events] == [f"xce-bridge:ctl:{epoch}:{n}" for n in range(1, jobs + 2)]
+    # Each message has the id of its last event.
+    ends = list(itertools.accumulate(sizes))
+    assert [m.msg_id for m in messages] == [events[end - 1].msg_id for end in ends]

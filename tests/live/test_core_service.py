@@ -26,7 +26,7 @@ from xce_core.snapshot import save_snapshot
 from xce_driver.live.core_service import CoreService, CoreServiceOptions, _Batch
 from xce_driver.live.event_codec import decode_event
 from xce_driver.live.streams import ensure_streams
-from xce_schemas import CoreCheckpoint, DeadLetter, Decision, JobState, parse_decision
+from xce_schemas import CoreCheckpoint, DeadLetter, Decision, JobState, parse_decision, parse_event
 from xce_schemas.bus import (
     CORE_CHECKPOINT_KEY,
     DEADLETTER_STREAM,
@@ -239,6 +239,42 @@ def test_a_malformed_event_goes_to_the_dead_letter_subject_and_nothing_stops(
         assert letter.data == data.decode("utf-8", errors="backslashreplace")
 
 
+def test_a_bad_event_of_a_batch_is_dead_lettered_with_its_id_and_the_rest_taken(
+    bus: tuple[str, str],
+) -> None:
+    """One event of a batch the core refuses (an unknown queue) goes to the dead
+    letter with its id and place; the events around it, in the same message, are
+    decided as an in-process core decides them."""
+    nats_url, redis_url = bus
+    events = scenario(rounds=6)
+    unknown_queue = parse_event(
+        b'{"type":"JOBS_PUSH","ts":0,"payload":{"jobs":[{"jobid":999,"queue":"nosuch",'
+        b'"submit_ts":0}]}}'
+    )
+    mixed = [*events[2:4], unknown_queue, *events[4:]]
+
+    async def go() -> tuple[list[Stored], list[Stored], list[int]]:
+        async with connected(nats_url) as js:
+            await publish(js, events[:2])  # the configuration and the hosts
+            seqs = await publish(js, mixed, batch=4)
+            options = CoreServiceOptions(nats_url=nats_url, redis_url=redis_url)
+            await run_service(js, options, seqs[-1])
+            return (
+                await read_stream(js, DECISIONS_STREAM),
+                await read_stream(js, DEADLETTER_STREAM),
+                seqs,
+            )
+
+    decisions, letters, seqs = run(go())
+    assert_exact(decisions, reference_decisions(events))
+    (stored,) = letters
+    letter = DeadLetter.model_validate_json(stored.data)
+    assert letter.reason == "JOBS_PUSH rejected: payload.jobs[0].queue: unknown queue 'nosuch'"
+    assert (letter.subject, letter.seq, letter.event_id) == ("xce.events.BATCH", seqs[0], "e2")
+    assert parse_event(letter.data) == unknown_queue
+    assert stored.msg_id == f"xce-core:dl:{seqs[0]}:2"
+
+
 def test_decode_event_names_the_event_type_and_field() -> None:
     assert decode_event("xce.events.BEGIN_ROUND", b'{"type":"BEGIN_ROUND","ts":-1}') == (
         "BEGIN_ROUND rejected: ts: Input should be greater than or equal to 0"
@@ -291,8 +327,9 @@ def service_argv(*extra: str) -> list[str]:
 FAULTS = ("decision:3", "ack:2", "checkpoint:1", "decision:9", "checkpointed:1", "ack:7")
 
 
+@pytest.mark.parametrize("batch", [1, 5], ids=["one event per message", "batches of 5"])
 def test_sigkill_at_every_critical_point_loses_and_repeats_no_decision(
-    bus: tuple[str, str], workdir: Path
+    bus: tuple[str, str], workdir: Path, batch: int
 ) -> None:
     nats_url, redis_url = bus
     events = scenario()
@@ -300,12 +337,12 @@ def test_sigkill_at_every_critical_point_loses_and_repeats_no_decision(
     log = workdir / "service.log"
     metrics_port = free_port()
 
-    async def go() -> tuple[list[Stored], int, str]:
+    async def go() -> tuple[list[Stored], int, str, int]:
         async with connected(nats_url) as js:
             # A duplicate window shorter than a restart: only the service's own
             # watermark can keep a re-handled event from publishing twice.
             await ensure_streams(js, decisions_window_s=0.5)
-            seqs = await publish(js, events)
+            seqs = await publish(js, events, batch)
             for fault in FAULTS:
                 argv = service_argv("--fault-kill-at", fault)
                 proc = ServiceProcess(nats_url, redis_url, log, *argv)
@@ -319,15 +356,15 @@ def test_sigkill_at_every_critical_point_loses_and_repeats_no_decision(
             url = f"http://127.0.0.1:{metrics_port}/metrics"
             text = await asyncio.to_thread(lambda: urllib.request.urlopen(url, timeout=5).read())
             status = proc.terminate()
-            return await read_stream(js, DECISIONS_STREAM), status, text.decode()
+            return await read_stream(js, DECISIONS_STREAM), status, text.decode(), seqs[-1]
 
-    stored, status, metrics = run(go())
+    stored, status, metrics, last = run(go())
     assert_exact(stored, expected)
     assert status == 0, (workdir / "service.log").read_text()
     assert "xce_core_events_total" in metrics
     assert "xce_core_round_duration_seconds_bucket" in metrics
     saved = run(checkpoint(redis_url))
-    assert saved is not None and saved.seq == len(events)
+    assert saved is not None and saved.seq == last
 
 
 def test_sigkill_from_outside_while_events_stream_in(bus: tuple[str, str], workdir: Path) -> None:
