@@ -162,13 +162,15 @@ class CoreStatus(WireModel):
     scheduling round.
 
     Attributes:
-        seq: the last ``XCE_EVENTS`` sequence handled.
+        seq: the last ``XCE_EVENTS`` sequence handled (a message of one event or
+            of a batch).
         last_round_ts: virtual time of the last round (its ``BEGIN_ROUND`` ts), ns.
         round_seconds: wall time that round took, s.
         pending, running, suspended: job counts after it.
         lag_seconds: wall time from the round's event entering the stream to the core
             finishing it, s.
-        events_waiting: events in the stream not yet delivered to the core.
+        events_waiting: messages in the stream not yet delivered to the core (a
+            batch message holds several events).
         updated: wall time of this update, s since the epoch.
     """
 

@@ -40,7 +40,11 @@ def test_no_nats_server_is_exit_1_with_the_url(capsys: pytest.CaptureFixture[str
     url = f"nats://127.0.0.1:{free_port()}"
     assert main(["emulate", "--jobs", "3", "--nats", url]) == 1
     err = capsys.readouterr().err
-    assert err == f"xce-sched: error: --nats {url}: nats: no servers available for connection\n"
+    port = url.rsplit(":", 1)[1]
+    assert err == (
+        f"xce-sched: error: --nats {url}: nats: no servers available for connection "
+        f"(last try: [Errno 111] Connect call failed ('127.0.0.1', {port}))\n"
+    )
 
 
 SPEED = "more than 0 and at most 1,000,000,000 (workload seconds per wall second; 1: real time)"

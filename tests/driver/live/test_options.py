@@ -57,7 +57,8 @@ def test_the_core_service_gives_up_on_an_unreachable_nats_server() -> None:
     assert done.returncode == 1
     assert done.stderr.strip().splitlines()[-1] == (
         "xce-core-service: error: NATS at nats://127.0.0.1:1: "
-        "nats: no servers available for connection"
+        "nats: no servers available for connection (last try: [Errno 111] Connect call failed "
+        "('127.0.0.1', 1))"
     )
     assert "Traceback" not in done.stderr
 

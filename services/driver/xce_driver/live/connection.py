@@ -12,11 +12,23 @@ from collections.abc import Awaitable, Callable
 
 import nats
 from nats.aio.client import Client as NatsClient
+from nats.errors import NoServersError
 
 #: Connection attempts at start before giving up.
 START_ATTEMPTS = 3
 #: Wait between two attempts, s.
 RECONNECT_WAIT_S = 0.2
+
+
+class _NoServers(NoServersError):
+    """``NoServersError`` with the cause in its text (nats-py's text is fixed)."""
+
+    def __init__(self, text: str) -> None:
+        super().__init__()
+        self._text = text
+
+    def __str__(self) -> str:
+        return self._text
 
 
 async def connect_nats(
@@ -37,26 +49,35 @@ async def connect_nats(
         disconnected_cb, reconnected_cb: called on those events.
 
     Raises:
-        nats.errors.NoServersError: no server answered ``START_ATTEMPTS`` tries.
+        nats.errors.NoServersError: no server answered ``START_ATTEMPTS`` tries; its
+            text ends with the last try's error (e.g. ``Connect call failed``).
         nats.errors.Error, OSError: the server refused the connection.
     """
 
     connected = False
+    failures: list[Exception] = []
 
     async def error_cb(exc: Exception) -> None:
         # Failed tries at start are summed up by the error ``connect`` raises.
+        if not connected:
+            failures.append(exc)
         log.log(logging.WARNING if connected else logging.DEBUG, "nats: %s", exc)
 
-    nc = await nats.connect(
-        url,
-        name=name,
-        max_reconnect_attempts=START_ATTEMPTS,
-        reconnect_time_wait=RECONNECT_WAIT_S,
-        connect_timeout=2,
-        error_cb=error_cb,
-        disconnected_cb=disconnected_cb,
-        reconnected_cb=reconnected_cb,
-    )
+    try:
+        nc = await nats.connect(
+            [server.strip() for server in url.split(",") if server.strip()],
+            name=name,
+            max_reconnect_attempts=START_ATTEMPTS,
+            reconnect_time_wait=RECONNECT_WAIT_S,
+            connect_timeout=2,
+            error_cb=error_cb,
+            disconnected_cb=disconnected_cb,
+            reconnected_cb=reconnected_cb,
+        )
+    except NoServersError as exc:
+        if not failures:
+            raise
+        raise _NoServers(f"{exc} (last try: {failures[-1]})") from failures[-1]
     nc.options["max_reconnect_attempts"] = -1  # from now on: reconnect without end
     connected = True
     return nc

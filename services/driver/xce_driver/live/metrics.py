@@ -92,10 +92,14 @@ class CoreMetrics:
             registry=r,
         )
         self.events_waiting = Gauge(
-            "xce_core_events_waiting", "Events in the stream not yet delivered", registry=r
+            "xce_core_events_waiting",
+            "Messages of XCE_EVENTS not yet delivered (a batch message holds several events)",
+            registry=r,
         )
         self.events_seq = Gauge(
-            "xce_core_event_seq", "Stream sequence of the last event handled", registry=r
+            "xce_core_event_seq",
+            "Stream sequence of the last XCE_EVENTS message handled",
+            registry=r,
         )
         self.checkpoints = Counter(
             "xce_core_checkpoints", "Checkpoints written to Redis", registry=r
