@@ -74,6 +74,11 @@ MSG_ID_HEADER: Final = "Nats-Msg-Id"
 #: The Redis key of the core service's checkpoint (a ``CoreCheckpoint`` as JSON).
 CORE_CHECKPOINT_KEY: Final = "xce:core:snapshot"
 
+#: Most characters of a refused payload (and of its reason) a dead letter carries:
+#: the dead letter of a message near NATS's 1 MiB limit must itself fit (escaped
+#: bytes take up to four characters each).
+DEADLETTER_DATA_MAX: Final = 64 * 1024
+
 #: The dead-letter source name of the core service.
 CORE_SOURCE: Final = "core"
 
@@ -325,6 +330,8 @@ class DeadLetter(WireModel):
         seq: its stream sequence, when it came from a stream.
         event_id: for an event of an ``EventBatch``: its entry in the batch's ``ids``
             (``data`` is then that event alone, as JSON).
+        data_size: the payload's size in bytes when ``data`` holds only its first
+            ``DEADLETTER_DATA_MAX`` characters (None: ``data`` is all of it).
     """
 
     subject: str
@@ -332,6 +339,34 @@ class DeadLetter(WireModel):
     data: str
     seq: StreamSeq | None = None
     event_id: str | None = None
+    data_size: int | None = Field(default=None, ge=0)
+
+    @classmethod
+    def of(
+        cls,
+        subject: str,
+        reason: str,
+        payload: bytes,
+        seq: int | None = None,
+        event_id: str | None = None,
+    ) -> DeadLetter:
+        """The dead letter of ``payload``, kept well under NATS's 1 MiB message limit
+        whatever was refused: at most ``DEADLETTER_DATA_MAX`` characters of the
+        payload (bytes that are not UTF-8 as ``\\xNN`` escapes) and of the reason.
+
+        Raises:
+            pydantic.ValidationError: ``seq`` is not a stream sequence.
+        """
+        data = payload.decode("utf-8", errors="backslashreplace")
+        cut = len(data) > DEADLETTER_DATA_MAX
+        return cls(
+            subject=subject[:DEADLETTER_DATA_MAX],
+            reason=reason[:DEADLETTER_DATA_MAX],
+            data=data[:DEADLETTER_DATA_MAX],
+            seq=seq,
+            event_id=None if event_id is None else event_id[:DEADLETTER_DATA_MAX],
+            data_size=len(payload) if cut else None,
+        )
 
 
 class CoreCheckpoint(WireModel):

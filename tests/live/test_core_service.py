@@ -269,10 +269,39 @@ def test_a_bad_event_of_a_batch_is_dead_lettered_with_its_id_and_the_rest_taken(
     assert_exact(decisions, reference_decisions(events))
     (stored,) = letters
     letter = DeadLetter.model_validate_json(stored.data)
-    assert letter.reason == "JOBS_PUSH rejected: payload.jobs[0].queue: unknown queue 'nosuch'"
+    assert letter.reason == (
+        "event 2 of the batch: JOBS_PUSH rejected: payload.jobs[0].queue: unknown queue 'nosuch'"
+    )
     assert (letter.subject, letter.seq, letter.event_id) == ("xce.events.BATCH", seqs[0], "e2")
     assert parse_event(letter.data) == unknown_queue
     assert stored.msg_id == f"xce-core:dl:{seqs[0]}:2"
+
+
+def test_a_refused_message_near_the_size_limit_does_not_jam_the_service(
+    bus: tuple[str, str],
+) -> None:
+    """A batch of ~900 KB that is not JSON (bytes that are not UTF-8: escaped, they
+    would take 3.6 MB) is dead-lettered with the start of its payload and its size,
+    and the events after it are taken."""
+    nats_url, redis_url = bus
+    events = scenario(rounds=4)
+    huge = b"\xff" * 900_000
+
+    async def go() -> tuple[list[Stored], list[Stored]]:
+        async with connected(nats_url) as js:
+            await publish(js, events[:2])
+            await js.publish("xce.events.BATCH", huge, stream=EVENTS_STREAM)
+            seqs = await publish(js, events[2:])
+            options = CoreServiceOptions(nats_url=nats_url, redis_url=redis_url)
+            await run_service(js, options, seqs[-1])
+            return await read_stream(js, DECISIONS_STREAM), await read_stream(js, DEADLETTER_STREAM)
+
+    decisions, letters = run(go())
+    assert_exact(decisions, reference_decisions(events))
+    (stored,) = letters
+    letter = DeadLetter.model_validate_json(stored.data)
+    assert letter.reason.startswith("event batch rejected: not JSON")
+    assert letter.data_size == len(huge) and letter.seq == 3
 
 
 def test_decode_event_names_the_event_type_and_field() -> None:

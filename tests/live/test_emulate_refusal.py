@@ -208,7 +208,7 @@ def test_another_controllers_refused_message_is_not_the_runs(
 
     code, out, err, letters = run(go())
     assert [letter.reason for letter in letters] == [
-        "JOBS_PUSH rejected: payload.jobs[0].jobid: job 1 already exists"
+        "event 0 of the batch: JOBS_PUSH rejected: payload.jobs[0].jobid: job 1 already exists"
     ]
     assert code == 0, out + err
     assert "8 total, 8 finished" in out, out

@@ -6,6 +6,7 @@ import pytest
 from pydantic import ValidationError
 from xce_schemas import DECISION_OPS, EVENT_TYPES, DeadLetter
 from xce_schemas.bus import (
+    DEADLETTER_DATA_MAX,
     deadletter_subject,
     decision_msg_id,
     decision_subject,
@@ -71,3 +72,15 @@ def test_a_dead_letter_round_trips_and_refuses_unknown_fields() -> None:
     assert DeadLetter.model_validate_json(letter.model_dump_json()) == letter
     with pytest.raises(ValidationError):
         DeadLetter.model_validate({"subject": "s", "reason": "r", "data": "", "extra": 1})
+
+
+def test_a_dead_letter_keeps_a_huge_payload_under_the_message_limit() -> None:
+    """A refused message near NATS's 1 MiB limit (escaped bytes take four characters
+    each) gives a dead letter of a bounded size, saying how big the payload was."""
+    payload = b"\xff" * 900_000
+    letter = DeadLetter.of("xce.events.BATCH", "r" * 900_000, payload, seq=3, event_id="e")
+    assert len(letter.model_dump_json()) < 300_000
+    assert letter.data_size == 900_000 and letter.data.startswith("\\xff")
+    assert len(letter.data) == DEADLETTER_DATA_MAX and len(letter.reason) == DEADLETTER_DATA_MAX
+    small = DeadLetter.of("s", "why", b"abc")
+    assert (small.data, small.data_size, small.seq) == ("abc", None, None)

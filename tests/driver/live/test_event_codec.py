@@ -41,12 +41,16 @@ def test_one_event_message_is_one_taken_without_index() -> None:
     ("data", "reason"),
     [
         (b"not json{", "event batch rejected: not JSON"),
-        (b"[1]", "event batch rejected: events: not a list of 1 or more"),
+        (b"[1]", "event batch rejected: not a JSON object"),
+        (b"null", "event batch rejected: not a JSON object"),
         (b'{"events":[]}', "event batch rejected: events: not a list of 1 or more"),
         (b'{"events":{}}', "event batch rejected: events: not a list of 1 or more"),
         (b'{"events":[%s],"extra":1}' % ROUND, "event batch rejected: extra: unknown field"),
         (b'{"events":[%s],"ids":[1]}' % ROUND, "event batch rejected: ids: not a list of texts"),
         (b'{"events":[%s],"ids":"a"}' % ROUND, "event batch rejected: ids: not a list of texts"),
+        (b'{"events":[%s],"ids":null}' % ROUND, "event batch rejected: ids: not a list of texts"),
+        (b'{"events":[%s],"ids":0}' % ROUND, "event batch rejected: ids: not a list of texts"),
+        (b'{"events":[%s],"ids":""}' % ROUND, "event batch rejected: ids: not a list of texts"),
         (
             b'{"events":[%s],"ids":["a","b"]}' % ROUND,
             "event batch rejected: ids: 2 ids for 1 events",
@@ -88,3 +92,20 @@ def test_a_bad_event_of_a_batch_is_named_and_the_others_are_taken() -> None:
 )
 def test_last_ts_reads_the_last_event(subject: str, data: bytes, ts: int | None) -> None:
     assert last_ts(subject, data) == ts
+
+
+def test_an_event_nested_deeper_than_json_can_be_written_is_rejected_not_a_crash() -> None:
+    """orjson reads 1,024 levels but writes only about 255: the dead letter's copy of
+    such an event says so instead of raising."""
+    deep = b"[" * 300 + b"]" * 300
+    nested = b'{"type":"BEGIN_ROUND","ts":1,"payload":{"x":%s}}' % deep
+    for data in (b'{"events":[%s]}' % deep, b'{"events":[%s]}' % nested):
+        (taken,) = decode_message(BATCH, data)
+        assert isinstance(taken.event, str) and taken.event.startswith("event 0 of the batch: ")
+        assert taken.data == b'"(not shown: nested too deeply)"'
+
+
+def test_an_event_without_a_type_says_so() -> None:
+    (taken,) = decode_message(BATCH, b'{"events":[{"ts":1}]}')
+    assert isinstance(taken.event, str)
+    assert taken.event.startswith("event 0 of the batch: event rejected: type: missing (one of ")

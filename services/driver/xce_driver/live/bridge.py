@@ -526,12 +526,7 @@ class Bridge:
         log.warning("%s dead-lettered: %s", item.subject, reason)
         self.metrics.dead_letters.inc()
         assert self._js is not None
-        letter = DeadLetter(
-            subject=item.subject,
-            reason=reason,
-            data=item.data.decode("utf-8", errors="backslashreplace"),
-            seq=item.seq,
-        )
+        letter = DeadLetter.of(item.subject, reason, item.data, item.seq)
         await publish_until_acked(
             self._js,
             deadletter_subject(BRIDGE_SOURCE),

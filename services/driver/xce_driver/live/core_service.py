@@ -572,10 +572,15 @@ class CoreService:
         that event."""
         mark = self._watermark
         index = 0  # the message's decisions, counted across the events of a batch
-        for taken in decode_message(subject, data):
+        for taken in self._decode(seq, subject, data):
             event = taken.event
             self._out.clear()
-            reason = event if isinstance(event, str) else self._apply(event)
+            if isinstance(event, str):
+                reason: str | None = event
+            else:
+                reason = self._apply(event)
+                if reason is not None and taken.index is not None:  # the core refused it
+                    reason = f"event {taken.index} of the batch: {reason}"
             for decision in self._out:
                 if mark is not None and (seq, index) <= mark:
                     self.metrics.decisions_skipped.inc()
@@ -601,16 +606,21 @@ class CoreService:
         self.seq = seq
 
     @staticmethod
+    def _decode(seq: int, subject: str, data: bytes) -> list[Taken]:
+        """``decode_message``; a message whose decoding fails in an unforeseen way (a
+        bug) is one rejection with the error, never a stop: a stop would meet the
+        same message again at every restart."""
+        try:
+            return decode_message(subject, data)
+        except Exception as exc:
+            log.exception("event seq %d on %s could not be decoded", seq, subject)
+            return [Taken(f"message could not be decoded: {exc!r}", subject, data)]
+
+    @staticmethod
     def _letter(seq: int, taken: Taken, reason: str) -> tuple[DeadLetter, str]:
         """The dead letter of an event of message ``seq`` and its message id (one
         per event: ``xce-core:dl:<seq>``, and ``:<index>`` for one of a batch)."""
-        letter = DeadLetter(
-            subject=taken.subject,
-            reason=reason,
-            data=data_of(taken).decode("utf-8", errors="backslashreplace"),
-            seq=seq,
-            event_id=taken.event_id,
-        )
+        letter = DeadLetter.of(taken.subject, reason, data_of(taken), seq, taken.event_id)
         suffix = "" if taken.index is None else f":{taken.index}"
         return letter, f"xce-core:dl:{seq}{suffix}"
 

@@ -152,7 +152,7 @@ _CTL_EVENT_ID = re.compile(r"^xce-bridge:ctl:([0-9]+):([0-9]+)$")
 #: Where a refusal names a job of a jobs message (``payload.jobs[3]...``, ``jobs[3]...``).
 _JOB_INDEX = re.compile(r"\bjobs\[([0-9]+)\]")
 #: A refusal's parts: ``<TYPE or kind> rejected: <field>: <why>``.
-_REJECTED = re.compile(r"^\S+ rejected: \S+: (.+)$")
+_REJECTED = re.compile(r"^(?:event [0-9]+ of the batch: )?\S+ rejected: \S+: (.+)$")
 
 
 class SubmissionRefused(Exception):

@@ -20,6 +20,7 @@ from pydantic import ValidationError
 from xce_schemas import CoreEvent, parse_event
 from xce_schemas.bus import EVENTS_BATCH_SUBJECT, EventBatch, event_type_of
 from xce_schemas.errors import describe
+from xce_schemas.events import EVENT_TYPES
 
 
 @dataclass(frozen=True, slots=True)
@@ -89,7 +90,9 @@ def _decode_batch_slowly(subject: str, data: bytes) -> list[Taken]:
         decoded = orjson.loads(data)
     except orjson.JSONDecodeError as exc:
         return [Taken(f"event batch rejected: not JSON ({exc})", subject, data)]
-    events = decoded.get("events") if isinstance(decoded, dict) else None
+    if not isinstance(decoded, dict):
+        return [Taken("event batch rejected: not a JSON object", subject, data)]
+    events = decoded.get("events")
     if not isinstance(events, list) or not events:
         return [Taken("event batch rejected: events: not a list of 1 or more", subject, data)]
     reason = _batch_shape_error(decoded, len(events))
@@ -98,7 +101,10 @@ def _decode_batch_slowly(subject: str, data: bytes) -> list[Taken]:
     ids = decoded.get("ids") or [None] * len(events)
     taken = []
     for index, (item, event_id) in enumerate(zip(events, ids, strict=True)):
-        item_data = orjson.dumps(item)
+        try:
+            item_data = orjson.dumps(item)
+        except TypeError:  # nested deeper than orjson writes (it reads deeper)
+            item_data = b'"(not shown: nested too deeply)"'
         event = _decode_object(item, None, subject)
         if isinstance(event, str):
             event = f"event {index} of the batch: {event}"
@@ -122,7 +128,7 @@ def _batch_shape_error(decoded: dict[str, object], count: int) -> str | None:
     unknown = sorted(set(decoded) - set(EventBatch.model_fields))
     if unknown:
         return f"{unknown[0]}: unknown field (a batch has {', '.join(EventBatch.model_fields)})"
-    ids = decoded.get("ids") or []
+    ids = decoded.get("ids", [])
     if not isinstance(ids, list) or not all(i is None or isinstance(i, str) for i in ids):
         return "ids: not a list of texts (or nulls)"
     if ids and len(ids) != count:
@@ -160,6 +166,8 @@ def _decode_object(decoded: object, expected: str | None, subject: str) -> CoreE
     label = name if isinstance(name, str) else "event"
     if not isinstance(decoded, dict):
         return f"{label} rejected: not a JSON object"
+    if "type" not in decoded:
+        return f"{label} rejected: type: missing (one of {', '.join(EVENT_TYPES)})"
     if expected is not None and decoded.get("type") != expected:
         return (
             f"{expected} rejected: type: {decoded.get('type')!r} does not match "
