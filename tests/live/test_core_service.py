@@ -26,7 +26,15 @@ from xce_core.snapshot import save_snapshot
 from xce_driver.live.core_service import CoreService, CoreServiceOptions, _Batch
 from xce_driver.live.event_codec import decode_event
 from xce_driver.live.streams import ensure_streams
-from xce_schemas import CoreCheckpoint, DeadLetter, Decision, JobState, parse_decision, parse_event
+from xce_schemas import (
+    CoreCheckpoint,
+    CoreEvent,
+    DeadLetter,
+    Decision,
+    JobState,
+    parse_decision,
+    parse_event,
+)
 from xce_schemas.bus import (
     CORE_CHECKPOINT_KEY,
     DEADLETTER_STREAM,
@@ -187,10 +195,32 @@ def test_an_event_whose_delivery_is_lost_is_taken_in_order_not_skipped(
     assert service.metrics.registry.get_sample_value("xce_core_events_total") == len(events)
 
 
+def dead_letters_among(
+    bus: tuple[str, str], events: list[CoreEvent], bad: list[tuple[str, bytes]]
+) -> list[Stored]:
+    """Publish the configuration and the hosts (``events[:2]``), the ``bad`` messages
+    ``(subject, data)``, then the other events; run the service through them. Its
+    decisions must be those of an in-process core over ``events``; its dead letters."""
+    nats_url, redis_url = bus
+
+    async def go() -> tuple[list[Stored], list[Stored]]:
+        async with connected(nats_url) as js:
+            await publish(js, events[:2])
+            for subject, data in bad:
+                await js.publish(subject, data, stream=EVENTS_STREAM)
+            seqs = await publish(js, events[2:])
+            options = CoreServiceOptions(nats_url=nats_url, redis_url=redis_url)
+            await run_service(js, options, seqs[-1])
+            return await read_stream(js, DECISIONS_STREAM), await read_stream(js, DEADLETTER_STREAM)
+
+    decisions, letters = run(go())
+    assert_exact(decisions, reference_decisions(events))
+    return letters
+
+
 def test_a_malformed_event_goes_to_the_dead_letter_subject_and_nothing_stops(
     bus: tuple[str, str],
 ) -> None:
-    nats_url, redis_url = bus
     events = scenario(rounds=6)
     unknown_queue = (
         b'{"type":"JOBS_PUSH","ts":0,"payload":{"jobs":[{"jobid":999,"queue":"nosuch",'
@@ -217,19 +247,7 @@ def test_a_malformed_event_goes_to_the_dead_letter_subject_and_nothing_stops(
         ),
         ("xce.events.NOPE", b"\xff\xfe", "subject 'xce.events.NOPE' names no event type"),
     ]
-
-    async def go() -> tuple[list[Stored], list[Stored]]:
-        async with connected(nats_url) as js:
-            await publish(js, events[:2])  # the configuration and the hosts
-            for subject, data, _ in bad:
-                await js.publish(subject, data, stream=EVENTS_STREAM)
-            seqs = await publish(js, events[2:])
-            options = CoreServiceOptions(nats_url=nats_url, redis_url=redis_url)
-            await run_service(js, options, seqs[-1])
-            return await read_stream(js, DECISIONS_STREAM), await read_stream(js, DEADLETTER_STREAM)
-
-    decisions, letters = run(go())
-    assert_exact(decisions, reference_decisions(events))
+    letters = dead_letters_among(bus, events, [(subject, data) for subject, data, _ in bad])
     assert [s.subject for s in letters] == ["xce.deadletter.core"] * len(bad)
     parsed = [DeadLetter.model_validate_json(s.data) for s in letters]
     for letter, (subject, data, reason), seq in zip(parsed, bad, range(3, 9), strict=True):
@@ -283,22 +301,9 @@ def test_a_refused_message_near_the_size_limit_does_not_jam_the_service(
     """A batch of ~900 KB that is not JSON (bytes that are not UTF-8: escaped, they
     would take 3.6 MB) is dead-lettered with the start of its payload and its size,
     and the events after it are taken."""
-    nats_url, redis_url = bus
     events = scenario(rounds=4)
     huge = b"\xff" * 900_000
-
-    async def go() -> tuple[list[Stored], list[Stored]]:
-        async with connected(nats_url) as js:
-            await publish(js, events[:2])
-            await js.publish("xce.events.BATCH", huge, stream=EVENTS_STREAM)
-            seqs = await publish(js, events[2:])
-            options = CoreServiceOptions(nats_url=nats_url, redis_url=redis_url)
-            await run_service(js, options, seqs[-1])
-            return await read_stream(js, DECISIONS_STREAM), await read_stream(js, DEADLETTER_STREAM)
-
-    decisions, letters = run(go())
-    assert_exact(decisions, reference_decisions(events))
-    (stored,) = letters
+    (stored,) = dead_letters_among(bus, events, [("xce.events.BATCH", huge)])
     letter = DeadLetter.model_validate_json(stored.data)
     assert letter.reason.startswith("event batch rejected: not JSON")
     assert letter.data_size == len(huge) and letter.seq == 3
