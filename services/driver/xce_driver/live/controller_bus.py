@@ -406,8 +406,7 @@ class ChainedPublisher:
             # acknowledgement does not vouch for the messages before it in the window
             # (they are stored if the chain held when this one first was). Rare: say so.
             log.warning(
-                "%s: the last of a window of %d (%s) was a duplicate; the window counts as "
-                "stored",
+                "%s: the last of a window of %d (%s) was a duplicate; the window counts as stored",
                 self.stream,
                 len(window),
                 last.msg_id,
