@@ -1,5 +1,7 @@
 """``ChainedPublisher`` against a real JetStream: order, one acknowledgement per
-window, a prefix already stored, another publisher, a message the stream refuses."""
+window, a prefix already stored, another publisher, a message the stream refuses.
+``InOrderReader`` through either fetcher: order, a lost delivery read from the
+stream, deliveries again handed back as stale."""
 
 from __future__ import annotations
 
@@ -11,10 +13,20 @@ from typing import Any
 import nats
 import pytest
 from nats.aio.client import Client as NatsClient
+from nats.aio.msg import Msg
 from nats.errors import ConnectionClosedError
-from nats.js.api import ConsumerConfig, StreamConfig
+from nats.js import JetStreamContext
+from nats.js.api import AckPolicy, ConsumerConfig, RawStreamMsg, StreamConfig
 from nats.js.errors import NotFoundError
-from xce_driver.live.controller_bus import ChainedPublisher, InOrderReader, Outgoing
+from xce_driver.live.controller_bus import (
+    ChainedPublisher,
+    Fetcher,
+    InOrderReader,
+    Outgoing,
+    ack_last,
+    deliveries,
+)
+from xce_driver.live.pull import PullConsumer, stream_seq
 
 from tests.live.helpers import Stored, read_stream, run
 
@@ -165,3 +177,89 @@ def test_a_publisher_whose_connection_is_closed_for_good_raises(nats_url: str) -
             await asyncio.wait_for(publisher.publish(outgoing(3), lambda _: None), 10)
 
     run(go())
+
+
+class _Losing:
+    """A fetcher that loses the deliveries of some stream sequences, the first time
+    each comes (as a NATS restart loses an answer in flight)."""
+
+    def __init__(self, inner: Fetcher, lose: set[int]) -> None:
+        self._inner = inner
+        self.lose = set(lose)
+
+    async def fetch(self, batch: int, timeout: float) -> list[Msg]:
+        msgs = await self._inner.fetch(batch, timeout)
+        kept = [msg for msg in msgs if stream_seq(msg) not in self.lose]
+        self.lose -= {stream_seq(msg) for msg in msgs}
+        return kept
+
+
+class _FailingReads(JetStreamContext):
+    """The JetStream context of ``nc``, whose read of some stream sequences fails
+    once each (a NATS restart under a ``STREAM.MSG.GET``)."""
+
+    def __init__(self, nc: NatsClient, fail: set[int]) -> None:
+        super().__init__(nc)
+        self.fail = set(fail)
+
+    async def get_msg(
+        self,
+        stream_name: str,
+        seq: int | None = None,
+        subject: str | None = None,
+        direct: bool | None = False,
+        next: bool | None = False,
+    ) -> RawStreamMsg:
+        if seq in self.fail:
+            self.fail.discard(seq)
+            raise nats.errors.TimeoutError
+        return await super().get_msg(stream_name, seq, subject, direct, next)
+
+
+@pytest.mark.parametrize("lean", [False, True], ids=["nats-py fetch", "PullConsumer"])
+def test_a_reader_hands_over_in_order_past_lost_deliveries_and_gives_back_redeliveries_as_stale(
+    nats_url: str, lean: bool
+) -> None:
+    """30 messages, deliveries of 5, 6 and 7 lost, and the first read of 7 from the
+    stream fails: the reader hands over 1..30 once, in order (5 to 8 read from the
+    stream, without a delivery to acknowledge: 5 and 6 are not lost with the failed
+    read, 8 comes after 7); nothing acknowledged past 4, the consumer delivers 5..
+    again after its ack wait and the reader hands those back as stale, none twice as
+    fresh."""
+
+    async def go() -> tuple[list[int], list[int], list[int]]:
+        nc = await nats.connect(nats_url)
+        await fresh_stream(nc)
+        js = nc.jetstream()
+        for i in range(1, 31):
+            await js.publish(f"test.chain.{i % 3}", b"%d" % i)
+        config = ConsumerConfig(durable_name="reader", ack_policy=AckPolicy.ALL, ack_wait=1.0)
+        await js.add_consumer(STREAM, config)
+        sub: Fetcher = (
+            await PullConsumer.bind(nc, STREAM, "reader")
+            if lean
+            else await js.pull_subscribe_bind(durable="reader", stream=STREAM)
+        )
+        lossy = _Losing(sub, {5, 6, 7})
+        reads = _FailingReads(nc, {7})
+        reader = InOrderReader(reads, STREAM, lossy, position=0, batch=8, fetch_timeout_s=0.3)
+        fresh: list[int] = []
+        unread: list[int] = []  # read from the stream: no delivery
+        stale: list[int] = []
+        acked = False
+        deadline = asyncio.get_running_loop().time() + 15
+        while len(stale) < 26 and asyncio.get_running_loop().time() < deadline:
+            got, again = await reader.next()
+            fresh += [item.seq for item in got]
+            unread += [item.seq for item in got if item.msg is None]
+            stale += [stream_seq(msg) for msg in again]
+            if not acked:  # acknowledge 1..4 only (AckPolicy.ALL)
+                acked = True
+                await ack_last([m for m in deliveries(got, []) if stream_seq(m) <= 4])
+        await nc.close()
+        return fresh, unread, stale
+
+    fresh, unread, stale = run(go())
+    assert fresh == list(range(1, 31))
+    assert unread == [5, 6, 7, 8]
+    assert sorted(set(stale)) == list(range(5, 31))

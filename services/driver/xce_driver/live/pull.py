@@ -5,8 +5,9 @@ nats-py's ``PullSubscription.fetch`` waits for every message of a batch with its
 2-core machine, against about 28 µs through one subscription callback (50,000
 messages, ``benchmarks/bench_live``'s "each service alone" rows show the effect).
 The core service reads every event through a consumer, so that cost was a large
-part of its CPU per event. (The bridge's and the emulator's ``InOrderReader`` still
-use nats-py's fetch: see there.)
+part of its CPU per event. The bridge reads controller messages through it too
+(``InOrderReader.bind(lean=...)``); its decision forwarder and the emulator still
+use nats-py's fetch (see ``Bridge._decisions_reader``).
 
 ``PullConsumer`` speaks the same JetStream pull API nats-py uses
 (``$JS.API.CONSUMER.MSG.NEXT.<stream>.<durable>``, a JSON request ``{"batch",
