@@ -159,7 +159,7 @@ def test_a_reader_whose_connection_is_closed_for_good_raises_instead_of_spinning
         await fresh_stream(nc)
         js = nc.jetstream()
         await js.add_consumer(STREAM, ConsumerConfig(durable_name="reader"))
-        reader = await InOrderReader.bind(js, STREAM, "reader", position=0, fetch_timeout_s=0.2)
+        reader = await InOrderReader.bind(nc, STREAM, "reader", position=0, fetch_timeout_s=0.2)
         await nc.close()
         with pytest.raises(ConnectionClosedError):
             await asyncio.wait_for(reader.next(), 5)

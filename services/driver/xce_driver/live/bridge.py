@@ -335,6 +335,12 @@ class Bridge:
         """``(events published, decisions forwarded)`` in this run."""
         return self.published, self.forwarded
 
+    @property
+    def controller_done(self) -> int:
+        """The last ``XCE_CONTROLLER`` sequence done: every controller message up to
+        it is an event the stream holds or a dead letter stored."""
+        return self._ctl_done
+
     def stop(self) -> None:
         """Ask ``run`` to return (after publishing every event stamped)."""
         self._stop.set()
@@ -438,23 +444,19 @@ class Bridge:
             )
             await js.add_consumer(CTL_STREAM, config)
         self._ctl_taken = self._ctl_done = position
-        # Every controller message passes here: read through the lean PullConsumer.
-        return await self._reader(CTL_STREAM, durable, position, lean=True)
+        return await self._reader(CTL_STREAM, durable, position)
 
-    async def _reader(
-        self, stream: str, durable: str, position: int, *, lean: bool = False
-    ) -> InOrderReader:
+    async def _reader(self, stream: str, durable: str, position: int) -> InOrderReader:
         """A reader of ``stream`` through the bridge's consumer ``durable``, after
-        ``position``, batched as the options say (``lean``: see ``InOrderReader.bind``)."""
-        assert self._js is not None
+        ``position``, batched as the options say."""
+        assert self._nc is not None
         return await InOrderReader.bind(
-            self._js,
+            self._nc,
             stream,
             durable,
             position=position,
             batch=self.options.fetch_batch,
             fetch_timeout_s=self.options.fetch_timeout_s,
-            lean=self._nc if lean else None,
         )
 
     async def _ctl_loop(self, reader: InOrderReader) -> None:
@@ -639,10 +641,6 @@ class Bridge:
         stream = await js.stream_info(DECISIONS_STREAM)
         position = consumer_position(info, stream)
         self._forward_done = position
-        # nats-py's fetch, not the lean PullConsumer: with PullConsumer here (and in
-        # the emulator), the NATS-restart test (test_bridge.py, nats_restarts_while_
-        # jobs...) lost track of a job in about one run in five, for a reason not yet
-        # found. Decisions are fewer than controller messages: the cost is smaller.
         return await self._reader(DECISIONS_STREAM, durable, position)
 
     async def _forward_loop(self, reader: InOrderReader) -> None:

@@ -102,9 +102,9 @@ def consumer_position(info: ConsumerInfo, stream: StreamInfo) -> int:
 
 
 class Fetcher(Protocol):
-    """What ``InOrderReader`` fetches through: nats-py's ``PullSubscription`` or
-    ``pull.PullConsumer`` (up to ``batch`` deliveries within ``timeout`` s, else
-    ``TimeoutError``)."""
+    """What ``InOrderReader`` fetches through: ``pull.PullConsumer`` (or nats-py's
+    ``PullSubscription``): up to ``batch`` deliveries within ``timeout`` s, else
+    ``TimeoutError``."""
 
     async def fetch(self, batch: int, timeout: float) -> list[Msg]: ...
 
@@ -178,31 +178,25 @@ class InOrderReader:
     @classmethod
     async def bind(
         cls,
-        js: JetStreamContext,
+        nc: NatsClient,
         stream: str,
         durable: str,
         *,
         position: int,
         batch: int = 256,
         fetch_timeout_s: float = 0.5,
-        lean: NatsClient | None = None,
     ) -> InOrderReader:
-        """A reader of ``stream`` through its existing durable consumer ``durable``
-        (arguments as for the constructor). With ``lean`` (the client of ``js``),
-        deliveries come through ``pull.PullConsumer``: one pull request kept open and
-        no task per message, several times less CPU per message than nats-py's
-        ``fetch``, which is used otherwise.
+        """A reader of ``stream`` through its existing durable consumer ``durable``,
+        over the client ``nc`` (other arguments as for the constructor). Deliveries
+        come through ``pull.PullConsumer``: one pull request kept open and no task per
+        message, several times less CPU per message than nats-py's ``fetch``.
 
         Raises:
             nats.errors.Error: the consumer cannot be bound.
         """
-        sub: Fetcher
-        if lean is not None:
-            sub = await PullConsumer.bind(lean, stream, durable)
-        else:
-            sub = await js.pull_subscribe_bind(durable=durable, stream=stream)
+        sub = await PullConsumer.bind(nc, stream, durable)
         return cls(
-            js,
+            nc.jetstream(),
             stream,
             sub,
             position=position,

@@ -335,7 +335,8 @@ class LiveEmulator(Workload):
         )
         info = await js.add_consumer(stream, config)
         position = consumer_position(info, await js.stream_info(stream))
-        return await InOrderReader.bind(js, stream, durable, position=position)
+        assert self._nc is not None
+        return await InOrderReader.bind(self._nc, stream, durable, position=position)
 
     async def _watch_silence(self) -> None:
         """Say so, every ``SILENCE_S`` seconds, while no decision arrives: without a

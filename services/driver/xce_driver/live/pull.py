@@ -5,9 +5,8 @@ nats-py's ``PullSubscription.fetch`` waits for every message of a batch with its
 2-core machine, against about 28 µs through one subscription callback (50,000
 messages, ``benchmarks/bench_live``'s "each service alone" rows show the effect).
 The core service reads every event through a consumer, so that cost was a large
-part of its CPU per event. The bridge reads controller messages through it too
-(``InOrderReader.bind(lean=...)``); its decision forwarder and the emulator still
-use nats-py's fetch (see ``Bridge._decisions_reader``).
+part of its CPU per event. ``controller_bus.InOrderReader`` (the bridge and the
+emulator) reads through it too.
 
 ``PullConsumer`` speaks the same JetStream pull API nats-py uses
 (``$JS.API.CONSUMER.MSG.NEXT.<stream>.<durable>``, a JSON request ``{"batch",
