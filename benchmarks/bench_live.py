@@ -517,6 +517,9 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--step-seconds", type=float, default=4.0)
     parser.add_argument("--round-interval", type=float, default=0.1, help="bridge rounds, s")
+    parser.add_argument(
+        "--keep-logs", type=Path, default=None, metavar="DIR", help="copy the services' logs to DIR"
+    )
     args = parser.parse_args(argv)
     console = Console(width=120)
     with tempfile.TemporaryDirectory(prefix="bench_live") as tmp, servers(Path(tmp)) as urls:
@@ -550,6 +553,10 @@ def main(argv: list[str] | None = None) -> int:
             ctl, steps = asyncio.run(live(nats_url, args, CpuMeter(pids), counters))
             raw, raw_rate = asyncio.run(raw_baseline(nats_url, args.latency_rate, 3.0))
         core_alone, bridge_alone = alone(nats_url, redis_url, logs)
+        if args.keep_logs is not None:
+            args.keep_logs.mkdir(parents=True, exist_ok=True)
+            for log in logs.glob("*.log"):
+                shutil.copy(log, args.keep_logs)
     lag, dispatch, first = ctl.decision_lag_ms, ctl.dispatch_ms, ctl.session_lag_ms
     table = Table(title="bench_live: the live stack on this machine", show_header=False)
     table.add_column("figure", style="bold")
