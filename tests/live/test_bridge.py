@@ -590,8 +590,10 @@ def test_nats_restarts_while_jobs_are_submitted_and_end_lose_nothing(
 
             async def reached(at: int = at) -> bool:
                 assert proc.returncode is None, "the emulator stopped early"
-                # Jobs end meanwhile: both kinds of message in flight at each restart.
-                return bool(submitted._value.get() >= at and ended._value.get() > 0)
+                # Jobs end meanwhile: both kinds of message in flight at each restart;
+                # and the bridge is back from the last one (else two count as one).
+                back = bridge.reconnects >= len(restarted_ns)
+                return bool(submitted._value.get() >= at and ended._value.get() > 0 and back)
 
             await wait_until(reached, f"{at} submissions and a job ended")
             await asyncio.to_thread(restart_nats)
