@@ -342,6 +342,41 @@ def _is_set(event: asyncio.Event, task: asyncio.Task[None]) -> Awaitable[bool]:
     return check()
 
 
+def test_a_valid_message_whose_event_is_too_big_for_the_bus_is_dead_lettered(
+    bus: tuple[str, str],
+) -> None:
+    """9,000 jobs in one message (about 300 KB) make a core event of more than the
+    1 MiB NATS carries: published, it was refused for ever and held up every message
+    after it (across restarts too). It is dead-lettered with the reason; the next
+    message goes through."""
+    nats_url, _ = bus
+    many = orjson.dumps({"jobs": [{"jobid": i, "queue": "normal"} for i in range(1, 9001)]})
+    assert len(many) < 1024 * 1024
+
+    async def go() -> tuple[list[Stored], list[Stored]]:
+        bridge = Bridge(BridgeOptions(nats_url=nats_url, round_interval_s=3600))
+        task = asyncio.create_task(bridge.run())
+        await wait_until(lambda: _is_set(bridge.ready, task), "the bridge to listen")
+        async with connected(nats_url) as js:
+            await js.publish("xce.ctl.jobs", many)
+            await js.publish("xce.ctl.jobs", b'{"jobs": [{"jobid": 9001, "queue": "normal"}]}')
+
+            async def through() -> bool:
+                return bridge.published == 1 and bridge.controller_done == 2
+
+            await wait_until(through, "the small message on the stream")
+            bridge.stop()
+            await task
+            return await read_events(js), await read_stream(js, DEADLETTER_STREAM)
+
+    events, letters = run(go())
+    assert [parse_event(e.data).payload.jobs[0].jobid for e in events] == [9001]
+    (letter,) = [DeadLetter.model_validate_json(stored.data) for stored in letters]
+    assert letter.subject == "xce.ctl.jobs" and letter.seq == 1
+    assert letter.reason.startswith("jobs rejected: its core event is "), letter.reason
+    assert "one message on the bus can carry: send it in smaller messages" in letter.reason
+
+
 def test_ts_never_goes_back_across_clock_steps_restarts_and_other_publishers(
     bus: tuple[str, str],
 ) -> None:

@@ -133,6 +133,8 @@ RESUME_LOOKBACK = 256
 #: About the most bytes of events in one ``XCE_EVENTS`` message (NATS's default
 #: largest message is 1 MiB).
 BATCH_BYTES = 256 * 1024
+#: Bytes kept free in a message around one event: the batch's frame, its id, headers.
+BATCH_FRAME_BYTES = 4096
 #: Most controller messages delivered to the bridge and not yet acknowledged.
 CTL_MAX_ACK_PENDING = 100_000
 
@@ -477,6 +479,18 @@ class Bridge:
         """One controller message: validated, stamped and queued, or dead-lettered."""
         self.metrics.messages.labels(ctl_kind_of(item.subject) or "unknown").inc()
         decoded = decode_ctl(item.subject, item.data)
+        if not isinstance(decoded, str):
+            kind, payload = decoded
+            event = to_core_event(kind, payload, self._stamp())
+            data = event.model_dump_json().encode()
+            room = self._event_room()
+            if len(data) > room:
+                # Published, it would be refused for ever ("maximum payload exceeded")
+                # and hold up every message after it, across restarts too.
+                decoded = (
+                    f"{kind} rejected: its core event is {len(data):,} bytes, more than the "
+                    f"{room:,} one message on the bus can carry: send it in smaller messages"
+                )
         if isinstance(decoded, str):
             await self._dead_letter(item, decoded)
             self._ctl_taken = item.seq
@@ -489,22 +503,28 @@ class Bridge:
             self._advance_done(self._ctl_done)
             await self._ack_done()
             return
-        kind, payload = decoded
         self._ctl_taken = item.seq
         if item.msg is not None:
             self._ctl_acks[item.seq] = item.msg
-        event = to_core_event(kind, payload, self._stamp())
-        self._emit(event, ctl_event_msg_id(self._ctl_epoch, item.seq))
+        self._emit(event, ctl_event_msg_id(self._ctl_epoch, item.seq), data)
 
-    def _emit(self, event: CoreEvent, event_id: str | None = None) -> None:
-        """Queue a stamped event for the stream, in stamping order, with the
-        controller position."""
+    def _event_room(self) -> int:
+        """The most bytes of one event's JSON: the server's largest message less
+        room for the batch around it and the headers."""
+        assert self._nc is not None
+        return self._nc.max_payload - BATCH_FRAME_BYTES
+
+    def _emit(
+        self, event: CoreEvent, event_id: str | None = None, data: bytes | None = None
+    ) -> None:
+        """Queue a stamped event (``data``: its JSON, when already made) for the
+        stream, in stamping order, with the controller position."""
         if event_id is None:
             self._count += 1
             event_id = f"{self._run_id}:{self._count}"
-        self._queue.append(
-            _Stamped(event.type, event.model_dump_json().encode(), event_id, self._ctl_taken)
-        )
+        if data is None:
+            data = event.model_dump_json().encode()
+        self._queue.append(_Stamped(event.type, data, event_id, self._ctl_taken))
         self.metrics.last_event_ts.set(event.ts / 1e9)
         self._wake.set()
 
