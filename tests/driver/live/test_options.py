@@ -23,6 +23,8 @@ from xce_driver.live import bridge, core_service
         (["--snapshot-every", "-1"], "argument --snapshot-every: must be 1 or more, not -1"),
         (["--snapshot-every", "1.5"], "argument --snapshot-every: '1.5' is not a whole number"),
         (["--prng-seed", "-1"], "argument --prng-seed: must be 0 or more, not -1"),
+        (["--durable", ""], "argument --durable: a consumer name cannot be empty"),
+        (["--durable", "a b"], "'a b' is not a consumer name: it may not hold ' '"),
     ],
 )
 def test_a_bad_core_service_option_is_one_line(
@@ -37,10 +39,22 @@ def test_a_bad_core_service_option_is_one_line(
     assert err.startswith("xce-core-service: error: argument ") and err.count("\n") == 1, err
 
 
-def test_a_bad_bridge_option_is_one_line(capsys: pytest.CaptureFixture[str]) -> None:
-    with pytest.raises(SystemExit):
-        bridge.build_parser().parse_args(["--round-interval", "inf"])
-    assert "inf is not a positive, finite number of seconds" in capsys.readouterr().err
+@pytest.mark.parametrize(
+    "argv, message",
+    [
+        (["--round-interval", "inf"], "inf is not a positive, finite number of seconds"),
+        (["--durable", ""], "argument --durable: a consumer name cannot be empty"),
+        (["--ctl-durable", "a.b"], "argument --ctl-durable: 'a.b' is not a consumer name"),
+    ],
+)
+def test_a_bad_bridge_option_is_one_line(
+    argv: list[str], message: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with pytest.raises(SystemExit) as exit_status:
+        bridge.build_parser().parse_args(argv)
+    assert exit_status.value.code == 2
+    err = capsys.readouterr().err
+    assert message in err and err.count("\n") == 1, err
 
 
 def test_the_core_service_gives_up_on_an_unreachable_nats_server() -> None:

@@ -111,6 +111,7 @@ from xce_driver.live.metrics import BridgeMetrics
 from xce_driver.live.options import (
     LOG_LEVELS,
     OneLineParser,
+    consumer_name,
     log_level,
     log_to_stderr,
     port,
@@ -724,10 +725,14 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--metrics-addr", default="0.0.0.0", help="address /metrics binds")
     parser.add_argument(
-        "--durable", default="xce-bridge", help="durable consumer name on XCE_DECISIONS"
+        "--durable",
+        type=consumer_name,
+        default="xce-bridge",
+        help="durable consumer name on XCE_DECISIONS",
     )
     parser.add_argument(
         "--ctl-durable",
+        type=consumer_name,
         default=BRIDGE_CTL_DURABLE,
         help=f"durable consumer name on {CTL_STREAM} (default {BRIDGE_CTL_DURABLE})",
     )

@@ -123,6 +123,7 @@ from xce_driver.live.metrics import CoreMetrics
 from xce_driver.live.options import (
     LOG_LEVELS,
     OneLineParser,
+    consumer_name,
     log_level,
     log_to_stderr,
     port,
@@ -1060,7 +1061,9 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--prng-seed", type=whole(0), default=0, help="PRNG seed of a fresh core (default 0)"
     )
-    parser.add_argument("--durable", default="xce-core", help="durable consumer name")
+    parser.add_argument(
+        "--durable", type=consumer_name, default="xce-core", help="durable consumer name"
+    )
     parser.add_argument("--checkpoint-key", default=CORE_CHECKPOINT_KEY, help="Redis key")
     parser.add_argument("--log-level", type=log_level, default="INFO", help=", ".join(LOG_LEVELS))
     parser.add_argument("--fault-kill-at", type=_fault, default=None, help=argparse.SUPPRESS)

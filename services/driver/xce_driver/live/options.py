@@ -76,6 +76,24 @@ def redis_url(text: str) -> str:
     return text
 
 
+#: Characters a JetStream consumer name may not hold (nats-py refuses them with a
+#: traceback at the first use, nats-server with an API error).
+CONSUMER_NAME_FORBIDDEN = frozenset(">*. /\\\t\r\n")
+
+
+def consumer_name(text: str) -> str:
+    """A durable consumer name (``--durable``, ``--ctl-durable``): not empty, none of
+    ``> * .``, no space, slash, backslash or line break."""
+    if not text:
+        raise argparse.ArgumentTypeError("a consumer name cannot be empty")
+    bad = sorted({c for c in text if c in CONSUMER_NAME_FORBIDDEN})
+    if bad:
+        raise argparse.ArgumentTypeError(
+            f"{text!r} is not a consumer name: it may not hold {' '.join(map(repr, bad))}"
+        )
+    return text
+
+
 def log_level(text: str) -> str:
     """One of ``LOG_LEVELS``, any case."""
     if text.upper() not in LOG_LEVELS:
