@@ -216,9 +216,9 @@ class _FailingReads(JetStreamContext):
         return await super().get_msg(stream_name, seq, subject, direct, next)
 
 
-@pytest.mark.parametrize("lean", [False, True], ids=["nats-py fetch", "PullConsumer"])
+@pytest.mark.parametrize("fetcher", ["nats-py fetch", "PullConsumer"])
 def test_a_reader_hands_over_in_order_past_lost_deliveries_and_gives_back_redeliveries_as_stale(
-    nats_url: str, lean: bool
+    nats_url: str, fetcher: str
 ) -> None:
     """30 messages, deliveries of 5, 6 and 7 lost, and the first read of 7 from the
     stream fails: the reader hands over 1..30 once, in order (5 to 8 read from the
@@ -237,7 +237,7 @@ def test_a_reader_hands_over_in_order_past_lost_deliveries_and_gives_back_redeli
         await js.add_consumer(STREAM, config)
         sub: Fetcher = (
             await PullConsumer.bind(nc, STREAM, "reader")
-            if lean
+            if fetcher == "PullConsumer"
             else await js.pull_subscribe_bind(durable="reader", stream=STREAM)
         )
         lossy = _Losing(sub, {5, 6, 7})

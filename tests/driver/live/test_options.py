@@ -3,12 +3,30 @@ unreachable NATS server one error line (exit 1), never a traceback or a hang."""
 
 from __future__ import annotations
 
+import argparse
 import socket
 import subprocess
 import sys
 
 import pytest
 from xce_driver.live import bridge, core_service
+
+
+def assert_one_line_error(
+    parser: argparse.ArgumentParser,
+    argv: list[str],
+    message: str,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """``argv`` is refused with exit status 2 and one line naming the option and
+    holding ``message``: no usage block, no traceback."""
+    with pytest.raises(SystemExit) as exit_status:
+        parser.parse_args(argv)
+    assert exit_status.value.code == 2
+    err = capsys.readouterr().err
+    assert message in err and "Traceback" not in err
+    # One line, no usage block: as the recorder and xce-sched do.
+    assert err.startswith(f"{parser.prog}: error: argument ") and err.count("\n") == 1, err
 
 
 @pytest.mark.parametrize(
@@ -30,13 +48,7 @@ from xce_driver.live import bridge, core_service
 def test_a_bad_core_service_option_is_one_line(
     argv: list[str], message: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    with pytest.raises(SystemExit) as exit_status:
-        core_service.build_parser().parse_args(argv)
-    assert exit_status.value.code == 2
-    err = capsys.readouterr().err
-    assert message in err and "Traceback" not in err
-    # One line, no usage block: as the bridge, the recorder and xce-sched do.
-    assert err.startswith("xce-core-service: error: argument ") and err.count("\n") == 1, err
+    assert_one_line_error(core_service.build_parser(), argv, message, capsys)
 
 
 @pytest.mark.parametrize(
@@ -50,11 +62,7 @@ def test_a_bad_core_service_option_is_one_line(
 def test_a_bad_bridge_option_is_one_line(
     argv: list[str], message: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    with pytest.raises(SystemExit) as exit_status:
-        bridge.build_parser().parse_args(argv)
-    assert exit_status.value.code == 2
-    err = capsys.readouterr().err
-    assert message in err and err.count("\n") == 1, err
+    assert_one_line_error(bridge.build_parser(), argv, message, capsys)
 
 
 def test_the_core_service_gives_up_on_an_unreachable_nats_server() -> None:
