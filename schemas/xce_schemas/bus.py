@@ -29,9 +29,11 @@ its lines on ``record_subject(id)``: HEADER and a SNAPSHOT of its state at the s
 position, then for every event it takes the event line, that event's DECISION lines
 and, every ``snapshot_interval`` events, a SNAPSHOT (the events of a batch one by
 one, each with the batch's sequence); a last message of type ``END``
-(empty payload) closes it. Message ``n`` (from 0) of recording ``id`` has the
-JetStream message id ``record_msg_id(id, n)`` and the headers ``RECORD_SEQ_HEADER``
-(the ``XCE_EVENTS`` sequence the line belongs to; the start lines: the start
+closes it, its payload the recording's ``END`` line (``{"type":"END","ts":...}``,
+the core's time; an empty payload from a core of recording format 1.0). Message
+``n`` (from 0) of recording ``id`` has the JetStream message id
+``record_msg_id(id, n)`` and the headers ``RECORD_SEQ_HEADER`` (the ``XCE_EVENTS``
+sequence the line belongs to; the start lines: the start
 position), ``RECORD_TYPE_HEADER`` (the line's ``type``, or ``END``) and, on the last
 line of an event's group (or of the start pair), ``RECORD_LAST_HEADER: 1``. The
 numbering is a function of the event stream and the start position alone, so a

@@ -20,7 +20,9 @@ lists exist, so the spec's "count without an array" malformation cannot occur he
 
 A description names the path to the field (list indexes with the entry's name), the
 field, and both values, which side is None, or both list lengths, e.g.
-``hosts[1] (h2).allocs[0] (slots).value: 2.0 != 1.0``.
+``hosts[1] (h2).allocs[0] (slots).value: 2.0 != 1.0``. Given ``sides``, the names
+of the two arguments (``("recorded", "replayed")``), it says which value is whose:
+``hosts[0] (h099).host: recorded 'h099', replayed 'h001'``.
 """
 
 from __future__ import annotations
@@ -42,17 +44,40 @@ def _wire(field: str) -> str:
     return "from" if field == "from_" else field
 
 
-def _none_diff(path: str, a: object, b: object) -> str | None:
+#: A first difference, as the walk finds it: (kind, path, left, right), where kind is
+#: ``value`` (two shown values), ``none`` (the side that is None: ``left`` or
+#: ``right``) or ``lengths`` (two list lengths). ``_render`` makes it text.
+_Diff = tuple[str, str, str, str]
+
+
+def _render(diff: _Diff | None, sides: tuple[str, str] | None) -> str | None:
+    """The description of a difference; ``sides`` names the two arguments."""
+    if diff is None:
+        return None
+    kind, path, left, right = diff
+    if kind == "none":
+        path = path or "top level"
+        this, that = ("left", "right") if left == "left" else ("right", "left")
+        if sides is not None:
+            this, that = (sides[0], sides[1]) if left == "left" else (sides[1], sides[0])
+        return f"{path}: {this} is None, {that} is not"
+    if sides is None:
+        prefix = "lengths " if kind == "lengths" else ""
+        return f"{path}: {prefix}{left} != {right}"
+    unit = " entries" if kind == "lengths" else ""
+    return f"{path}: {sides[0]} {left}{unit}, {sides[1]} {right}{unit}"
+
+
+def _none_diff(path: str, a: object, b: object) -> _Diff | None:
     """The difference when exactly one side is None, else None."""
-    path = path or "top level"
     if a is None:
-        return f"{path}: left is None, right is not"
+        return ("none", path, "left", "")
     if b is None:
-        return f"{path}: right is None, left is not"
+        return ("none", path, "right", "")
     return None
 
 
-def _fields_diff(path: str, a: object, b: object, fields: Sequence[str]) -> str | None:
+def _fields_diff(path: str, a: object, b: object, fields: Sequence[str]) -> _Diff | None:
     for field in fields:
         left, right = getattr(a, field), getattr(b, field)
         if left is None or right is None:
@@ -61,7 +86,7 @@ def _fields_diff(path: str, a: object, b: object, fields: Sequence[str]) -> str 
             return _none_diff(f"{path}{_wire(field)}", left, right)
         # ``value`` compares exactly: ==, no tolerance (Req 1 AC 1).
         if left != right:
-            return f"{path}{_wire(field)}: {_show(left)} != {_show(right)}"
+            return ("value", f"{path}{_wire(field)}", _show(left), _show(right))
     return None
 
 
@@ -74,10 +99,10 @@ def _list_diff(
     a: Sequence[T],
     b: Sequence[T],
     label: Callable[[T], str | None],
-    item_diff: Callable[[str, T, T], str | None],
-) -> str | None:
+    item_diff: Callable[[str, T, T], _Diff | None],
+) -> _Diff | None:
     if len(a) != len(b):
-        return f"{path}: lengths {len(a)} != {len(b)}"
+        return ("lengths", path, str(len(a)), str(len(b)))
     for index, (left, right) in enumerate(zip(a, b, strict=True)):
         name = label(left) if left is not None else None
         where = f"{path}[{index}]" + (f" ({name})" if name else "")
@@ -88,8 +113,8 @@ def _list_diff(
 
 
 def _item(
-    path: str, a: T | None, b: T | None, diff: Callable[[str, T, T], str | None]
-) -> str | None:
+    path: str, a: T | None, b: T | None, diff: Callable[[str, T, T], _Diff | None]
+) -> _Diff | None:
     if a is b:
         return None
     if a is None or b is None:
@@ -97,18 +122,18 @@ def _item(
     return diff(path, a, b)
 
 
-def _alloc(path: str, a: Alloc, b: Alloc) -> str | None:
+def _alloc(path: str, a: Alloc, b: Alloc) -> _Diff | None:
     return _fields_diff(f"{path}." if path else "", a, b, ALLOC_FIELDS)
 
 
-def _host_alloc(path: str, a: HostAlloc, b: HostAlloc) -> str | None:
+def _host_alloc(path: str, a: HostAlloc, b: HostAlloc) -> _Diff | None:
     prefix = f"{path}." if path else ""
     return _fields_diff(prefix, a, b, ("host",)) or _list_diff(
         f"{prefix}allocs", a.allocs, b.allocs, lambda x: x.name, _alloc
     )
 
 
-def _job_alloc(path: str, a: JobAlloc, b: JobAlloc) -> str | None:
+def _job_alloc(path: str, a: JobAlloc, b: JobAlloc) -> _Diff | None:
     prefix = f"{path}." if path else ""
     return (
         _fields_diff(prefix, a, b, ("jobid",))
@@ -117,15 +142,15 @@ def _job_alloc(path: str, a: JobAlloc, b: JobAlloc) -> str | None:
     )
 
 
-def _host_reason(path: str, a: HostReason, b: HostReason) -> str | None:
+def _host_reason(path: str, a: HostReason, b: HostReason) -> _Diff | None:
     return _fields_diff(f"{path}.", a, b, ("host", "code"))
 
 
-def _resource_reason(path: str, a: ResourceReason, b: ResourceReason) -> str | None:
+def _resource_reason(path: str, a: ResourceReason, b: ResourceReason) -> _Diff | None:
     return _fields_diff(f"{path}.", a, b, ("resource", "host", "code"))
 
 
-def _pending_reason(path: str, a: PendingReason, b: PendingReason) -> str | None:
+def _pending_reason(path: str, a: PendingReason, b: PendingReason) -> _Diff | None:
     prefix = f"{path}." if path else ""
     return (
         _fields_diff(prefix, a, b, ("main",))
@@ -136,24 +161,36 @@ def _pending_reason(path: str, a: PendingReason, b: PendingReason) -> str | None
     )
 
 
-def alloc_diff(a: Alloc | None, b: Alloc | None) -> str | None:
-    """The first difference between two resource allocations, or None when equal."""
-    return _item("", a, b, _alloc)
+def alloc_diff(
+    a: Alloc | None, b: Alloc | None, *, sides: tuple[str, str] | None = None
+) -> str | None:
+    """The first difference between two resource allocations, or None when equal
+    (``sides``: names of ``a`` and ``b`` for the text, e.g. recorded and replayed)."""
+    return _render(_item("", a, b, _alloc), sides)
 
 
-def host_alloc_diff(a: HostAlloc | None, b: HostAlloc | None) -> str | None:
-    """The first difference between two host allocations, or None when equal."""
-    return _item("", a, b, _host_alloc)
+def host_alloc_diff(
+    a: HostAlloc | None, b: HostAlloc | None, *, sides: tuple[str, str] | None = None
+) -> str | None:
+    """The first difference between two host allocations, or None when equal
+    (``sides``: as ``alloc_diff``)."""
+    return _render(_item("", a, b, _host_alloc), sides)
 
 
-def job_alloc_diff(a: JobAlloc | None, b: JobAlloc | None) -> str | None:
-    """The first difference between two job allocations, or None when equal."""
-    return _item("", a, b, _job_alloc)
+def job_alloc_diff(
+    a: JobAlloc | None, b: JobAlloc | None, *, sides: tuple[str, str] | None = None
+) -> str | None:
+    """The first difference between two job allocations, or None when equal
+    (``sides``: as ``alloc_diff``)."""
+    return _render(_item("", a, b, _job_alloc), sides)
 
 
-def pending_reason_diff(a: PendingReason | None, b: PendingReason | None) -> str | None:
-    """The first difference between two pending reasons (full structure), or None."""
-    return _item("", a, b, _pending_reason)
+def pending_reason_diff(
+    a: PendingReason | None, b: PendingReason | None, *, sides: tuple[str, str] | None = None
+) -> str | None:
+    """The first difference between two pending reasons (full structure), or None
+    (``sides``: as ``alloc_diff``)."""
+    return _render(_item("", a, b, _pending_reason), sides)
 
 
 def alloc_eq(a: Alloc | None, b: Alloc | None) -> bool:

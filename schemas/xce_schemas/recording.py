@@ -1,7 +1,14 @@
 """The lines of a recording (replay file, Req 10 AC 15): JSONL, one object a line.
 
 ``HEADER`` comes first, then ``SNAPSHOT`` lines, event lines (the eleven core events
-as they are) and ``DECISION`` lines, each with ``ts`` in integer nanoseconds.
+as they are) and ``DECISION`` lines, each with ``ts`` in integer nanoseconds; a
+complete recording ends with one ``END`` line (format 1.1), so a file cut short (an
+interrupted ``simulate --record``, a recorder that lost its core) is told from a
+whole one.
+
+An *event file* (``xce-sched events``; what ``replay --sim-alt-events`` reads) has the
+same lines, and ``RUN_TIME`` lines: how long a job runs once started, which the
+what-if's cluster emulator needs and the core never sees.
 """
 
 from __future__ import annotations
@@ -9,13 +16,14 @@ from __future__ import annotations
 import hashlib
 from typing import Annotated, Any, Literal
 
-from pydantic import Field, TypeAdapter
+from pydantic import Field, Strict, TypeAdapter
 
 from xce_schemas.base import WireModel
 from xce_schemas.decisions import Decision
 from xce_schemas.events import (
     BeginRound,
     ConfigPush,
+    JobId,
     JobRusage,
     JobsPush,
     JobStateChange,
@@ -25,22 +33,36 @@ from xce_schemas.events import (
     ResvalsDelta,
     ResvalsFull,
     SchedulerConfig,
+    StrictBool,
     TimestampNs,
     WorkersPush,
 )
 
-#: The recording format version this package writes.
-RECORDING_VERSION = "1.0"
+#: The recording format version this package writes (1.1: the ``END`` and
+#: ``RUN_TIME`` lines, the HEADER's ``round_interval_s``).
+RECORDING_VERSION = "1.1"
 
 
 class Header(WireModel):
-    """First line of every recording: format version and configuration hash."""
+    """First line of every recording: format version and configuration hash.
+
+    Attributes:
+        version: the format version (``RECORDING_VERSION`` when written here).
+        config_hash: ``config_hash`` of the configuration in effect at the start.
+        start_ts: the core's time at the start, ns.
+        start_wall: when the recording was made, wall clock, ISO 8601 UTC.
+        round_interval_s: how the recording's rounds came, for a what-if to make
+            its own the same way: the round interval of ``simulate
+            --round-interval``, s; None: a round at every change (``simulate``'s
+            default) or not known (a live recording, whose rounds are the bridge's).
+    """
 
     type: Literal["HEADER"] = "HEADER"
     version: str
     config_hash: str = Field(pattern=r"^sha256:[0-9a-f]{64}$")
     start_ts: TimestampNs
     start_wall: str
+    round_interval_s: Annotated[int, Field(ge=1)] | None = None
 
 
 class Snapshot(WireModel):
@@ -59,10 +81,39 @@ class DecisionLine(WireModel):
     payload: Decision
 
 
+class End(WireModel):
+    """The last line of a complete recording (format 1.1): whatever follows the HEADER
+    was written whole. ``ts``: the core's time when the recording ended, ns."""
+
+    type: Literal["END"] = "END"
+    ts: TimestampNs
+
+
+class RunTimePayload(WireModel):
+    """``RUN_TIME``: job ``jobid`` runs ``run_ns`` ns once started (time suspended
+    left out); with ``exit``, it then ends with EXIT (it fails) instead of DONE."""
+
+    jobid: JobId
+    run_ns: Annotated[int, Strict(), Field(ge=0, lt=2**63)]
+    exit: StrictBool = False
+
+
+class RunTime(WireModel):
+    """How long a job of an event file runs: what the cluster emulator of a what-if
+    needs (``replay --sim-alt-events``) and the core never sees. ``ts``: the job's
+    submission time, ns (where the line stands in the file)."""
+
+    type: Literal["RUN_TIME"] = "RUN_TIME"
+    ts: TimestampNs
+    payload: RunTimePayload
+
+
 RecordingLine = Annotated[
     Header
     | Snapshot
     | DecisionLine
+    | End
+    | RunTime
     | ConfigPush
     | JobsPush
     | WorkersPush

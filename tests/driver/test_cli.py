@@ -130,9 +130,10 @@ def test_default_workload_output_files(tmp_path: Path, capsys: pytest.CaptureFix
     parsed = [parse_recording_line(line) for line in lines]
     # The configuration and the hosts are in the first SNAPSHOT; the events follow it.
     assert [line.type for line in parsed[:3]] == ["HEADER", "SNAPSHOT", "JOBS_PUSH"]
+    assert parsed[-1].type == "END"  # the recording is complete
     decisions = sum(line.type == "DECISION" for line in parsed)
     assert decisions == sum(report["decisions"].values())
-    assert len(parsed) - 2 - decisions == report["events"] - 2
+    assert len(parsed) - 3 - decisions == report["events"] - 2
 
 
 def test_gzip_recording(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

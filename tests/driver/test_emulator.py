@@ -35,6 +35,7 @@ from xce_schemas import (
     CoreEvent,
     Decision,
     DecisionLine,
+    End,
     Header,
     JobsPush,
     JobStateChange,
@@ -521,6 +522,9 @@ def test_recording_lines(tmp_path: Path, name: str) -> None:
     texts = raw.decode().splitlines()
     assert writer.lines == len(texts)
     lines = [parse_recording_line(text) for text in texts]
+    # A complete recording ends with END, at the core's time when the run was over.
+    end = lines.pop()
+    assert isinstance(end, End) and end.ts == max(line.ts for line in lines[1:])
 
     header, snapshot = lines[0], lines[1]
     assert isinstance(header, Header)

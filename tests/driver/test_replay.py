@@ -13,11 +13,12 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from xce_driver.cli import main
 from xce_driver.recording import RecordingWriter, read_lines
-from xce_driver.replay import ReplayError, ReplayOptions, moved_jobs, replay
+from xce_driver.replay import ReplayError, ReplayOptions, replay
 from xce_driver.simulate import run_simulation
 from xce_driver.workloads.lublin import generate_lublin
 from xce_driver.workloads.mapping import map_trace
 from xce_driver.workloads.swf import read_swf
+from xce_schemas import RECORDING_VERSION
 
 NS = 1_000_000_000
 
@@ -88,7 +89,7 @@ def test_a_changed_allocation_is_reported_with_its_first_difference(tmp_path: Pa
     assert result.mismatch_count == 1
     text = result.mismatches[0]
     assert "BEGIN_ROUND decision #" in text and "ts=" in text
-    assert "alloc.hosts[0] (h999).host: 'h999' != " in text
+    assert "alloc.hosts[0] (h999).host: recorded 'h999', replayed 'h0" in text
 
 
 def test_from_is_compared_and_instid_is_not(tmp_path: Path) -> None:
@@ -123,7 +124,7 @@ def test_pend_compares_job_and_main_reason_only(tmp_path: Path) -> None:
     (tmp_path / "tampered.jsonl").unlink()
     result = replay(tamper(tmp_path, main_code), ReplayOptions(verify=True))
     assert result.mismatch_count == 1
-    assert "main reason NO_HOSTS != NOT_ENOUGH_SLOTS" in result.mismatches[0]
+    assert "main reason: recorded NO_HOSTS, replayed NOT_ENOUGH_SLOTS" in result.mismatches[0]
 
 
 def test_missing_and_extra_decisions_are_reported(tmp_path: Path) -> None:
@@ -132,7 +133,7 @@ def test_missing_and_extra_decisions_are_reported(tmp_path: Path) -> None:
 
     result = replay(tamper(tmp_path, drop), ReplayOptions(verify=True))
     assert result.mismatch_count >= 1
-    assert any("extra: made DISPATCH job" in text for text in result.mismatches)
+    assert any("extra: replayed DISPATCH job" in text for text in result.mismatches)
 
     def add(lines: list[dict]) -> None:
         extra = dict(nth_decision(lines, "NEW_SESSION", 1))
@@ -232,45 +233,11 @@ def test_speed_makes_the_driver_wait(tmp_path: Path) -> None:
         {"type": "BEGIN_ROUND", "ts": t0 + 1, "payload": {}},
         {"type": "BEGIN_ROUND", "ts": t0 + 300 * NS, "payload": {}},
     ]
-    path = write_lines(tmp_path / "paced.jsonl", [header, snapshot, *events])
+    end = {"type": "END", "ts": events[-1]["ts"]}
+    path = write_lines(tmp_path / "paced.jsonl", [header, snapshot, *events, end])
     fast = replay(path, ReplayOptions(speed=0))
     paced = replay(path, ReplayOptions(speed=1000))  # 300 s of virtual time at 1000x
     assert paced.wall_s >= 0.29 > fast.wall_s
-
-
-def test_what_if_reports_moved_starts_and_waits(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
-) -> None:
-    base = record(tmp_path / "base.jsonl", jobs=200, hosts=16, seed=2)
-    lines = lines_of(base)
-    alt = [line for line in lines if line["type"] not in ("HEADER", "SNAPSHOT", "DECISION")]
-    # What if every job of 8 slots or more had top priority?
-    for line in alt:
-        if line["type"] == "JOBS_PUSH":
-            for job in line["payload"]["jobs"]:
-                job["priority"] = 100 if job["tasks"] >= 8 else 0
-    alt_path = write_lines(tmp_path / "alt.jsonl", alt)
-    result = replay(base, ReplayOptions(alt_events=alt_path))
-    assert result.base is not None
-    moved = moved_jobs(result.base, result.stats)
-    assert moved, "raising priorities moved no start"
-    assert result.base.mean_wait_s() != result.stats.mean_wait_s()
-    # Every job still runs as long as it did: its end moved with its start.
-    for jobid, start in result.stats.starts.items():
-        if jobid in result.base.ends and jobid in result.stats.ends:
-            run = result.base.ends[jobid] - result.base.starts[jobid]
-            assert result.stats.ends[jobid] - start == run
-    assert result.stats.rejected_count == 0
-    assert main(["replay", str(base), "--sim-alt-events", str(alt_path)]) == 0
-    out = capsys.readouterr().out
-    assert "what-if: jobs whose start moved" in out and "start ts=" in out
-
-
-def test_same_events_as_alternative_change_nothing(tmp_path: Path) -> None:
-    base = record(tmp_path / "base.jsonl")
-    result = replay(base, ReplayOptions(alt_events=base, verify=True))
-    assert result.base is not None and moved_jobs(result.base, result.stats) == []
-    assert result.mismatch_count == 0 and result.stats.rejected_count == 0
 
 
 def broken(tmp_path: Path, how: str) -> tuple[list[str], str]:
@@ -278,7 +245,7 @@ def broken(tmp_path: Path, how: str) -> tuple[list[str], str]:
     raw = path.read_bytes().splitlines(keepends=True)
     target = tmp_path / "bad.jsonl"
     if how == "truncated":
-        target.write_bytes(b"".join(raw)[:-40])
+        target.write_bytes(b"".join(raw)[:-10])  # into the END line
         return [str(target)], f"{target}:{len(raw)}: the file is truncated (last line incomplete)"
     if how == "malformed":
         raw[5] = b"{not json\n"
@@ -299,7 +266,7 @@ def broken(tmp_path: Path, how: str) -> tuple[list[str], str]:
         header["version"] = "9.0"
         raw[0] = orjson.dumps(header) + b"\n"
         target.write_bytes(b"".join(raw))
-        return [str(target)], "recording format 9.0 is not 1.0"
+        return [str(target)], f"recording format 9.0 is not {RECORDING_VERSION}"
     if how == "config hash":
         header = orjson.loads(raw[0])
         header["config_hash"] = "sha256:" + "0" * 64
@@ -312,17 +279,6 @@ def broken(tmp_path: Path, how: str) -> tuple[list[str], str]:
     if how == "no header":
         target.write_bytes(b"".join(raw[1:]))
         return [str(target)], f"{target}:1: the first line is SNAPSHOT, not HEADER"
-    if how == "alt before snapshot":
-        alt = tmp_path / "alt.jsonl"
-        alt.write_bytes(b'{"type":"BEGIN_ROUND","ts":0,"payload":{}}\n')
-        snapshot_ts = orjson.loads(raw[1])["ts"]
-        if snapshot_ts == 0:
-            alt.write_bytes(b'{"type":"BEGIN_ROUND","ts":0,"payload":{}}\n')
-        return [
-            str(path),
-            "--sim-alt-events",
-            str(alt),
-        ], "before the snapshot" if snapshot_ts else "ts=0"
     if how == "bad event field":
         events = [i for i, line in enumerate(raw) if b'"JOBS_PUSH"' in line]
         event = orjson.loads(raw[events[0]])
@@ -392,17 +348,111 @@ def test_force_replays_despite_a_header_mismatch(
     assert main(["replay", *argv, "--force", "--sim-verify"]) == 0
 
 
-def test_alternative_events_before_the_snapshot_are_refused(
+# --- a recording cut short is never replayed as if whole (issue 14 item 6) -----------------
+
+
+def test_a_recording_cut_short_at_a_line_boundary_is_refused_unless_forced(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
+    raw = record(tmp_path / "r.jsonl", jobs=50).read_bytes().splitlines(keepends=True)
+    assert raw[-1].startswith(b'{"type":"END"')
+    cut = tmp_path / "cut.jsonl"
+    cut.write_bytes(b"".join(raw[: len(raw) // 2]))  # whole lines: valid JSON to the end
+    assert main(["replay", str(cut), "--sim-verify"]) == 2
+    out, err = capsys.readouterr()
+    assert out == "" and len(err.splitlines()) == 1
+    assert f"{cut}: ends at line {len(raw) // 2:,} without its END line" in err
+    assert "cut short" in err and "--force" in err
+    assert main(["replay", str(cut), "--sim-verify", "--force"]) == 0
+    captured = capsys.readouterr()
+    assert "0 mismatches" in captured.out
+    assert "xce-sched: warning:" in captured.err and "replayed what it holds" in captured.err
+
+
+def test_an_interrupted_simulate_leaves_a_recording_that_replay_refuses(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from xce_driver.emulator import ClusterEmulator
+
+    run = ClusterEmulator.run
+
+    def interrupted(self: ClusterEmulator, progress: Callable[[int], None] | None = None):  # type: ignore[no-untyped-def]
+        def ctrl_c(done: int) -> None:
+            if done >= 20:
+                raise KeyboardInterrupt
+
+        return run(self, ctrl_c)
+
+    monkeypatch.setattr(ClusterEmulator, "run", interrupted)
+    path = tmp_path / "x.jsonl.gz"
+    assert main(["simulate", "--jobs", "100", "--record", str(path), "--quiet"]) == 130
+    assert "interrupted" in capsys.readouterr().err
+    assert main(["replay", str(path), "--sim-verify"]) == 2
+    assert "without its END line: the recording was cut short" in capsys.readouterr().err
+
+
+def test_a_line_after_end_is_an_error(tmp_path: Path) -> None:
     lines = lines_of(record(tmp_path / "r.jsonl", jobs=20))
-    later = lines[1]["ts"] + 10 * NS
-    for line in lines[1:2]:
-        line["ts"] = later
-        line["data"]["ts"] = later
-    base = write_lines(tmp_path / "base.jsonl", [lines[0], lines[1]])
-    alt = write_lines(
-        tmp_path / "alt.jsonl", [{"type": "BEGIN_ROUND", "ts": later - NS, "payload": {}}]
-    )
-    assert main(["replay", str(base), "--sim-alt-events", str(alt), "--force"]) == 2
-    assert "is before the snapshot at" in capsys.readouterr().err
+    moved = write_lines(tmp_path / "m.jsonl", [*lines[:-2], lines[-1], lines[-2]])
+    with pytest.raises(ReplayError, match=r"a \w+ line after the END line"):
+        replay(moved)
+
+
+def test_a_recording_of_format_1_0_had_no_end_line_and_still_replays(tmp_path: Path) -> None:
+    lines = lines_of(record(tmp_path / "r.jsonl", jobs=20))[:-1]
+    lines[0]["version"] = "1.0"
+    old = write_lines(tmp_path / "old.jsonl", lines)
+    result = replay(old, ReplayOptions(verify=True))
+    assert result.mismatch_count == 0 and result.incomplete is None
+
+
+def test_explain_says_a_cut_short_recording_does_not_know_the_end(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    lines = lines_of(record(tmp_path / "r.jsonl", jobs=50))
+    cut = write_lines(tmp_path / "cut.jsonl", lines[: len(lines) // 2])
+    assert main(["explain", "7", "--recording", str(cut)]) == 2
+    assert "the state at that time is not known" in capsys.readouterr().err
+    early = lines[2]["ts"]  # the first submission: well before the cut
+    assert main(["explain", "1", "--recording", str(cut), "--at", str(early)]) == 0
+
+
+# --- no traceback for a speed that would overflow a sleep (issue 14 item 8) ----------------
+
+
+def test_a_tiny_speed_waits_in_short_steps_that_ctrl_c_ends(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = record(tmp_path / "r.jsonl", jobs=10)
+    naps: list[float] = []
+
+    def sleep(seconds: float) -> None:  # 1e-9: years between two events
+        naps.append(seconds)
+        if len(naps) == 3:
+            raise KeyboardInterrupt
+
+    monkeypatch.setattr("xce_driver.replay.time.sleep", sleep)
+    assert main(["replay", str(path), "--sim-speed", "1e-9"]) == 130
+    err = capsys.readouterr().err
+    assert "Traceback" not in err and "interrupted" in err
+    assert naps and max(naps) <= 0.25
+
+
+# --- output for grep: one record a line whatever the terminal (issue 14 item 9) ------------
+
+
+def test_piped_mismatch_lines_are_whole_and_say_which_side_is_which(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    def change(lines: list[dict]) -> None:
+        nth_decision(lines, "DISPATCH", 3)["payload"]["alloc"]["hosts"][0]["host"] = "h099"
+
+    deep = tmp_path / ("a-folder-with-a-long-name-" * 4)
+    deep.mkdir()
+    bad = tamper(deep, change)
+    assert main(["replay", str(bad), "--sim-verify"]) == 1
+    out = capsys.readouterr().out
+    mismatch = [line for line in out.splitlines() if line.startswith("MISMATCH ")]
+    assert len(mismatch) == 1 and len(mismatch[0]) > 80
+    assert "decision #" in mismatch[0] and "recorded 'h099', replayed 'h0" in mismatch[0]
+    assert any(str(bad) in line for line in out.splitlines()), "the title was wrapped"

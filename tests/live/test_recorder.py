@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import nats
+import orjson
 import pytest
 import redis.asyncio as aioredis
 from nats.js.errors import NotFoundError
@@ -23,7 +24,7 @@ from xce_core.snapshot import save_snapshot
 from xce_driver.live.core_service import CoreService, CoreServiceOptions
 from xce_driver.live.record_stream import record_stream_config
 from xce_driver.recording import read_lines
-from xce_driver.replay import ReplayOptions, replay
+from xce_driver.replay import ReplayError, ReplayOptions, replay
 from xce_recorder.service import RecorderOptions, RecorderService
 from xce_schemas import CoreEvent
 from xce_schemas.admin import (
@@ -230,12 +231,12 @@ def test_a_live_recording_replays_without_a_mismatch(bus: tuple[str, str], tmp_p
     assert reply.status.lines == 2  # HEADER and SNAPSHOT are in Redis when it answers
     types = line_types(path)
     recorded = len(events) - half
-    assert types[:2] == ["HEADER", "SNAPSHOT"]
-    event_types = [t for t in types if t not in ("HEADER", "SNAPSHOT", "DECISION")]
+    assert types[:2] == ["HEADER", "SNAPSHOT"] and types[-1] == "END"
+    event_types = [t for t in types if t not in ("HEADER", "SNAPSHOT", "DECISION", "END")]
     assert event_types == [e.type for e in events[half:]]
     # A periodic SNAPSHOT follows every 10th event and its decisions, nowhere else.
     count, expected_types = 0, []
-    for t in types[2:]:
+    for t in types[2:-1]:
         if t == "SNAPSHOT":
             continue
         if t != "DECISION":
@@ -245,7 +246,7 @@ def test_a_live_recording_replays_without_a_mismatch(bus: tuple[str, str], tmp_p
         expected_types.append(t)
     if count % 10 == 0:
         expected_types.append("SNAPSHOT")
-    assert types[2:] == expected_types
+    assert types[2:-1] == expected_types
     assert types.count("SNAPSHOT") == 1 + recorded // 10
     assert status.lines == len(types) and status.last_error is None
     assert status.start_seq == half and status.seq == len(events)
@@ -386,9 +387,9 @@ def test_a_start_made_just_before_the_core_was_killed_is_made_again_there(
     stop, lines, ids = asyncio.run(go())
     assert stop.ok and stop.start_seq == start and stop.end_seq == len(events)
     assert ids == [f"xce-rec:direct-1:{n}" for n in range(len(ids))]
-    assert lines[-1] == b""  # END
+    assert orjson.loads(lines[-1])["type"] == "END"  # the END message carries the END line
     path = tmp_path / "d.jsonl"
-    path.write_bytes(b"".join(line + b"\n" for line in lines[:-1]))
+    path.write_bytes(b"".join(line + b"\n" for line in lines))
     types = line_types(path)
     assert types[:2] == ["HEADER", "SNAPSHOT"] and types.count("HEADER") == 1
     assert types.count("SNAPSHOT") == 1 + (len(events) - start) // 3
@@ -441,8 +442,13 @@ def test_a_stop_with_the_core_down_ends_at_the_last_whole_event(
     assert status.last_error is not None
     assert status.last_error.startswith("the core service did not end recording cut.jsonl.gz")
     assert status.last_error.endswith(f"the recording ends at event seq {len(events)}")
-    result = replay(path, ReplayOptions(verify=True))
+    # No END came: the file says it is incomplete, and replays only when forced.
+    assert read_lines(path).__next__().type == "HEADER"
+    with pytest.raises(ReplayError, match="without its END line: the recording was cut short"):
+        replay(path, ReplayOptions(verify=True))
+    result = replay(path, ReplayOptions(verify=True, force=True))
     assert result.mismatch_count == 0 and result.stats.events == len(events)
+    assert result.incomplete is not None
 
 
 async def _recorded(redis_url: str, seq: int) -> bool:

@@ -45,6 +45,7 @@ def simulate_lines(path: Path, interval: int) -> list[bytes]:
             for decision in out:
                 recorder.decision(decision)
             recorder.after_event(core)
+        recorder.finish(core)
     return path.read_bytes().splitlines()
 
 
@@ -62,7 +63,7 @@ async def record_live(
         core.push_event(event)
         await stream.event(core, seq, event, out)
     if upto is None:
-        await stream.end(len(events))
+        await stream.end(core, len(events))
     return core, out
 
 
@@ -82,8 +83,7 @@ def test_the_record_stream_holds_the_lines_of_a_file_recording(tmp_path: Path) -
     payloads = [payload for _, payload, _, _ in sent]
     # HEADER carries the wall time: here the core's time, the epoch.
     assert payloads[0].endswith(b'"start_ts":0,"start_wall":"1970-01-01T00:00:00Z"}')
-    assert payloads[1:-1] == file_lines[1:]
-    assert payloads[-1] == b""  # END
+    assert payloads[1:] == file_lines[1:]  # the END message carries the END line
     assert {subject for subject, _, _, _ in sent} == {"xce.record.t-1"}
     assert [msg_id for _, _, msg_id, _ in sent] == [f"xce-rec:t-1:{n}" for n in range(len(sent))]
     kinds = [headers["Xce-Record-Type"] for _, _, _, headers in sent]
@@ -121,7 +121,7 @@ def test_a_restart_publishes_nothing_twice_and_goes_on_numbering() -> None:
             out.clear()
             core.push_event(event)
             await after.event(core, seq, event, out)
-        await after.end(len(events))
+        await after.end(core, len(events))
         return sent
 
     assert whole[: crashed_at + 1] + asyncio.run(restart()) == whole

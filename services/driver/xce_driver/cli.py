@@ -1,7 +1,9 @@
 """``xce-sched``: the scheduler developer's command line.
 
 ``xce-sched replay`` replays a recording through a fresh core: from any snapshot,
-paced or paused, verifying every decision, or with alternative events (what-if).
+paced or paused, verifying every decision, or with alternative events (what-if,
+``xce_driver.whatif``), whose figures are ``simulate``'s. ``xce-sched events`` writes
+the event file of a workload, for a what-if.
 
 ``xce-sched simulate`` schedules a whole workload in virtual time and prints what
 happened: a real trace in the Standard Workload Format (``--workload``), or, by
@@ -10,7 +12,8 @@ default, a workload generated from the Lublin-Feitelson model, so it runs anywhe
 Every user mistake (missing file, malformed trace, unknown policy, nonsensical
 option, an output that cannot be written) ends with exactly one line on stderr,
 ``xce-sched: error: ...`` naming the option or the file, line and field, and exit
-status 2; never a traceback, never a hang.
+status 2; never a traceback, never a hang. Output is one record a line whatever
+the terminal: piped, nothing is wrapped.
 
 Ceilings (checked before anything is built): ``--hosts`` 1,000,000 (``MAX_HOSTS``);
 ``--slots-per-host`` and hosts × slots per host 2**31 - 1 (``MAX_SLOTS``);
@@ -48,6 +51,7 @@ from xce_core.plugins import PluginRegistry
 from xce_schemas import QueueSpec
 from xce_schemas.errors import describe
 
+from xce_driver.event_file import write_event_file
 from xce_driver.live.emulate import MAX_SPEED, RESET_STEPS, LiveEmulator, SubmissionRefused
 from xce_driver.plugins import load_registry
 from xce_driver.recording import RecordingWriter
@@ -58,7 +62,6 @@ from xce_driver.replay import (
     explain_job,
     format_ts,
     interactive_pause,
-    moved_jobs,
     replay,
 )
 from xce_driver.report import Report, write_jobs_csv
@@ -71,6 +74,7 @@ from xce_driver.simulate import (
     read_queue_file,
     run_simulation,
 )
+from xce_driver.whatif import WhatIfOptions, WhatIfResult, what_if
 from xce_driver.workloads.lublin import generate_lublin
 from xce_driver.workloads.mapping import (
     MAX_HOSTS,
@@ -86,6 +90,10 @@ from xce_driver.workloads.swf import SwfError, read_swf, show_text
 PROG = "xce-sched"
 #: What ``xce-sched --help`` says it is (plain text: argparse shows it as it is).
 DESCRIPTION = "xce-sched: the scheduler developer's command line (simulate, replay)."
+
+#: Width of output that goes to a file or a pipe: wide enough that no table or line
+#: is ever wrapped (one record a line, for grep), where a terminal's width rules.
+PIPE_WIDTH = 100_000
 
 #: Size of the embedded default workload (jobs) and of its cluster (hosts).
 DEFAULT_JOBS = 2000
@@ -352,15 +360,44 @@ def build_parser() -> argparse.ArgumentParser:
     )
     rep.add_argument(
         "--sim-alt-events",
-        metavar="FILE",
-        help="what-if: snapshot from FILE above, events from this file",
+        metavar="ALT",
+        help="what-if: the snapshot from FILE, the events from ALT (an event file: "
+        "xce-sched events writes one), run as simulate runs a workload",
+    )
+    rep.add_argument(
+        "--sim-round-interval",
+        type=_whole(1, MAX_ROUND_INTERVAL_S, " s"),
+        metavar="S",
+        help="with --sim-alt-events, rounds every S seconds (default: as FILE's were made)",
     )
     rep.add_argument(
         "--force",
         action="store_true",
-        help="replay despite a format-version or configuration-hash mismatch",
+        help="replay despite a format-version or configuration-hash mismatch, or a "
+        "recording cut short (no END line)",
     )
-    rep.add_argument("--report", metavar="OUT.json", help="write the replay summary as JSON")
+    rep.add_argument(
+        "--report",
+        metavar="OUT.json",
+        help="write the replay summary as JSON (a what-if: simulate's report of it, with "
+        "the base run's figures under what_if)",
+    )
+    rep.add_argument(
+        "--jobs-out",
+        metavar="OUT.csv",
+        help="with --sim-alt-events, the what-if's per-job CSV, as simulate writes it",
+    )
+    ev = commands.add_parser(
+        "events",
+        help="write a workload's submissions and run times as an event file (what-if ALT)",
+        description="Write the event file of a workload: what a controller submits, and "
+        "how long each job runs, for replay --sim-alt-events. Give the same workload "
+        "options as the simulate that made the base recording.",
+    )
+    _add_workload_options(ev)
+    ev.add_argument(
+        "--out", required=True, metavar="OUT.jsonl", help="the event file (.gz compresses)"
+    )
     why = commands.add_parser(
         "explain",
         help="say why a job was pending (or where it ran) at a time of a recording",
@@ -516,17 +553,10 @@ def _figure(value: float | None, spec: str) -> str:
     return "n/a" if value is None else format(value, spec)
 
 
-def _print_summary(
-    console: Console,
-    report: Report,
-    command: str = "simulate",
-    wall_label: str = "simulation wall time",
-) -> None:
-    table = Table(title=f"xce-sched {command}: {report.workload}", show_header=False)
-    table.add_column("figure", style="bold")
-    table.add_column("value", justify="right")
+def _summary_rows(report: Report, wall_label: str) -> list[tuple[str, str]]:
+    """The summary table's rows of one report: (figure, value)."""
     waits = (report.mean_wait_s, report.median_wait_s, report.max_wait_s)
-    rows = [
+    return [
         ("policy", report.policy),
         ("cluster", f"{_plural(report.hosts, 'host')}, {_plural(report.slots, 'slot')}"),
         (
@@ -564,7 +594,27 @@ def _print_summary(
         ("decisions", ", ".join(f"{op} {n:,}" for op, n in report.decisions.items())),
         (wall_label, f"{report.sim_wall_s:.2f} s"),
     ]
-    for name, value in rows:
+
+
+def _stdout() -> Console:
+    """The console of the results: a terminal's width, or no wrapping at all when
+    piped (``PIPE_WIDTH``)."""
+    console = Console()
+    return console if console.is_terminal else Console(width=PIPE_WIDTH)
+
+
+def _print_summary(
+    console: Console,
+    report: Report,
+    command: str = "simulate",
+    wall_label: str = "simulation wall time",
+) -> None:
+    # The title is a line of its own: a table wraps its title to the table's width.
+    print(f"xce-sched {command}: {report.workload}")
+    table = Table(show_header=False)
+    table.add_column("figure", style="bold")
+    table.add_column("value", justify="right")
+    for name, value in _summary_rows(report, wall_label):
         table.add_row(name, value)
     console.print(table)
 
@@ -642,7 +692,7 @@ def simulate(args: argparse.Namespace) -> int:
         with _writing("--jobs-out", args.jobs_out):
             write_jobs_csv(result.records.values(), args.jobs_out)
     if not args.quiet:
-        _print_summary(Console(), report)
+        _print_summary(_stdout(), report)
     return 0
 
 
@@ -671,7 +721,7 @@ def emulate_command(args: argparse.Namespace) -> int:
     wall = time.perf_counter() - started
     report = emulation_report(emulator, workload, source, args.policy, wall)
     if not args.quiet:
-        _print_summary(Console(), report, "emulate", "wall time")
+        _print_summary(_stdout(), report, "emulate", "wall time")
     if not finished:
         # Decisions came: the services run, and the jobs not done stay in the core,
         # where a next run of the same job ids would be refused.
@@ -691,35 +741,61 @@ def emulate_command(args: argparse.Namespace) -> int:
     return 0
 
 
-def replay_command(args: argparse.Namespace) -> int:
-    """Run ``xce-sched replay``; returns the exit status (1 when verification failed)."""
-    _check_outputs(
-        [("--report", args.report)],
-        [("FILE", args.file), ("--sim-alt-events", args.sim_alt_events)],
+def _progress_bar(quiet: bool = False) -> Progress:
+    """A progress bar on stderr, shown only on a terminal (and not with ``quiet``)."""
+    stderr = Console(stderr=True)
+    return Progress(
+        "[progress.description]{task.description}",
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        console=stderr,
+        transient=True,
+        disable=quiet or not stderr.is_terminal,
     )
+
+
+def replay_command(args: argparse.Namespace) -> int:
+    """Run ``xce-sched replay``; returns the exit status (1 when verification failed,
+    or a what-if's figures cannot be right)."""
+    if args.sim_alt_events is not None:
+        return what_if_command(args)
+    for option, given in (
+        ("--jobs-out", args.jobs_out),
+        ("--sim-round-interval", args.sim_round_interval),
+    ):
+        if given is not None:
+            raise UserError(f"{option} is a what-if's: it needs --sim-alt-events")
+    _check_outputs([("--report", args.report)], [("FILE", args.file)])
     options = ReplayOptions(
         start_ts=args.sim_start_ts,
         speed=args.sim_speed,
         pause_at=args.sim_pause_at,
         verify=args.sim_verify,
-        alt_events=Path(args.sim_alt_events) if args.sim_alt_events else None,
         force=args.force,
     )
     interactive = sys.stdin.isatty() and sys.stderr.isatty()
-    result = replay(
-        args.file,
-        options,
-        registry=load_registry(),
-        pause=interactive_pause if interactive else None,
-    )
-    console = Console()
+    with _progress_bar(interactive and args.sim_pause_at is not None) as bar:
+        task = bar.add_task("replaying (MB read)", total=None)
+        result = replay(
+            args.file,
+            options,
+            registry=load_registry(),
+            pause=interactive_pause if interactive else None,
+            progress=lambda done, size: bar.update(
+                task, completed=done // 2**20, total=size // 2**20 or None
+            ),
+        )
+    console = _stdout()
     stats = result.stats
     if result.paused_at is not None:
-        console.print(f"paused at {result.pause_summary}", markup=False)
-    table = Table(title=f"xce-sched replay: {args.file}", show_header=False)
+        print(f"paused at {result.pause_summary}")
+    print(f"xce-sched replay: {args.file}")
+    table = Table(show_header=False)
     table.add_column("figure", style="bold")
     table.add_column("value", justify="right")
     rate = stats.events / result.wall_s if result.wall_s else 0.0
+    mean = stats.mean_wait_s()
     rows = [
         (
             "started from",
@@ -730,41 +806,166 @@ def replay_command(args: argparse.Namespace) -> int:
             "decisions",
             ", ".join(f"{op} {n:,}" for op, n in sorted(stats.decisions.items())) or "none",
         ),
-        ("mean wait of jobs started", f"{stats.mean_wait_s():,.1f} s"),
+        ("mean wait of jobs started", "n/a" if mean is None else f"{mean:,.1f} s"),
         ("wall time", f"{result.wall_s:.2f} s"),
     ]
     if args.sim_verify:
         rows.append(("verification", f"{result.mismatch_count:,} mismatches"))
-    if result.base is not None:
-        moved = moved_jobs(result.base, stats)
-        rows.append(("what-if: jobs whose start moved", f"{len(moved):,}"))
-        rows.append(
-            (
-                "what-if: mean wait base / alternative",
-                f"{result.base.mean_wait_s():,.1f} s / {stats.mean_wait_s():,.1f} s",
-            )
-        )
-        rows.append(("what-if: events that no longer apply", f"{stats.rejected_count:,}"))
     for name, value in rows:
         table.add_row(name, value)
     console.print(table)
-    if result.base is not None:
-        for jobid, before, after in moved_jobs(result.base, stats)[:20]:
-
-            def show(ts: int | None) -> str:
-                return "never" if ts is None else format_ts(ts)
-
-            console.print(f"job {jobid}: start {show(before)} -> {show(after)}", markup=False)
-        for text in stats.rejected[:10]:
-            console.print(f"not applied: {text}", markup=False)
     for text in result.mismatches:
-        console.print(f"MISMATCH {text}", markup=False)
+        print(f"MISMATCH {text}")
     if result.mismatch_count > len(result.mismatches):
-        console.print(f"... and {result.mismatch_count - len(result.mismatches):,} more mismatches")
+        print(f"... and {result.mismatch_count - len(result.mismatches):,} more mismatches")
+    if result.incomplete is not None:
+        print(f"{PROG}: warning: {result.incomplete}; replayed what it holds", file=sys.stderr)
     if args.report:
         with _writing("--report", args.report):
             Path(args.report).write_bytes(orjson.dumps(as_dict(result), option=orjson.OPT_INDENT_2))
     return 1 if result.mismatch_count else 0
+
+
+#: What a what-if refuses, with why: replay options that only a replay has.
+_NOT_IN_WHAT_IF = (
+    ("--sim-verify", "sim_verify", "a what-if makes other decisions than FILE by design"),
+    ("--sim-speed", "sim_speed", "a what-if runs in virtual time, as simulate does"),
+    ("--sim-pause-at", "sim_pause_at", "a what-if runs in virtual time, as simulate does"),
+)
+
+
+def what_if_command(args: argparse.Namespace) -> int:
+    """Run ``xce-sched replay FILE --sim-alt-events ALT``: the base run and the
+    what-if side by side, the jobs whose start moved, what of ALT was left out or no
+    longer applies; ``--report`` and ``--jobs-out`` as ``simulate`` writes them.
+    Returns 1 when jobs without a known run time were dispatched (the figures
+    cannot be right), else 0."""
+    for option, name, why in _NOT_IN_WHAT_IF:
+        if getattr(args, name):
+            raise UserError(f"{option} cannot be used with --sim-alt-events: {why}")
+    _check_outputs(
+        [("--report", args.report), ("--jobs-out", args.jobs_out)],
+        [("FILE", args.file), ("--sim-alt-events", args.sim_alt_events)],
+    )
+    options = WhatIfOptions(
+        start_ts=args.sim_start_ts, round_interval_s=args.sim_round_interval, force=args.force
+    )
+    with _progress_bar() as bar:
+        tasks = {
+            "base": bar.add_task("reading the base run (MB)", total=None),
+            "alt": bar.add_task("reading the alternative events (MB)", total=None),
+            "what-if": bar.add_task("what-if (jobs done)", total=None),
+        }
+
+        def progress(phase: str, done: int, total: int) -> None:
+            if phase != "what-if":
+                done, total = done // 2**20, total // 2**20
+            bar.update(tasks[phase], completed=done, total=total or None)
+
+        result = what_if(
+            args.file, args.sim_alt_events, options, registry=load_registry(), progress=progress
+        )
+    _print_what_if(_stdout(), args, result)
+    if args.report:
+        with _writing("--report", args.report):
+            Path(args.report).write_bytes(
+                orjson.dumps(_what_if_json(result), option=orjson.OPT_INDENT_2)
+            )
+    if args.jobs_out:
+        with _writing("--jobs-out", args.jobs_out):
+            write_jobs_csv(result.records.values(), args.jobs_out)
+    for text in result.incomplete:
+        print(f"{PROG}: warning: {text}; used what it holds", file=sys.stderr)
+    if result.endless:
+        shown = ", ".join(str(jobid) for jobid in result.endless[:10])
+        more = ", ..." if len(result.endless) > 10 else ""
+        print(
+            f"{PROG}: error: the what-if dispatched {_plural(len(result.endless), 'job')} "
+            f"whose run time is not known ({shown}{more}: they did not end in the base run "
+            "and ALT gives no RUN_TIME line for them), so they never end and its figures "
+            "are not right",
+            file=sys.stderr,
+        )
+        return 1
+    return 0
+
+
+def _print_what_if(console: Console, args: argparse.Namespace, result: WhatIfResult) -> None:
+    print(f"xce-sched replay (what-if): {args.file} with {args.sim_alt_events}")
+    table = Table()
+    table.add_column("figure", style="bold")
+    table.add_column("base run", justify="right")
+    table.add_column("what-if", justify="right")
+    rows = zip(
+        _summary_rows(result.base, "wall time"),
+        _summary_rows(result.alternative, "wall time"),
+        strict=True,
+    )
+    for (name, base_value), (_, value) in list(rows)[1:-1]:  # not the policy nor wall time
+        table.add_row(name, base_value, value)
+    console.print(table)
+    rounds = result.round_interval_s
+    moved = result.moved()
+    print(f"started from: SNAPSHOT at line {result.snapshot_line}, {format_ts(result.snapshot_ts)}")
+    print(f"rounds: {'at every change' if rounds is None else f'every {rounds:,} s'}")
+    print(f"jobs whose start moved: {len(moved):,}")
+    print(f"jobs only in the base run (ALT does not submit them): {len(result.only_in_base()):,}")
+    print(f"jobs only in the what-if (new in ALT): {len(result.only_in_what_if()):,}")
+    for why, count in sorted(result.left_out.items()):
+        print(f"not pushed: {count:,} {why}")
+    print(f"events that no longer apply: {result.refused_count:,}")
+    print(f"wall time: {result.wall_s:.2f} s")
+
+    def show(start: int | None) -> str:
+        return "never" if start is None else f"{start:,} s"
+
+    for jobid, before, after in moved[:20]:
+        print(f"job {jobid}: start {show(before)} -> {show(after)}")
+    if len(moved) > 20:
+        print(f"... and {len(moved) - 20:,} more jobs moved (--jobs-out lists every job)")
+    for text in result.refused[:10]:
+        print(f"no longer applies: {text}")
+
+
+def _what_if_json(result: WhatIfResult) -> dict[str, object]:
+    """``--report`` of a what-if: ``simulate``'s report of the what-if, and under
+    ``what_if`` the base run's report and what of ALT was not used."""
+    return result.alternative.to_json() | {
+        "what_if": {
+            "snapshot_line": result.snapshot_line,
+            "snapshot_ts": result.snapshot_ts,
+            "round_interval_s": result.round_interval_s,
+            "jobs_moved": len(result.moved()),
+            "jobs_only_in_base": len(result.only_in_base()),
+            "jobs_only_in_what_if": len(result.only_in_what_if()),
+            "not_pushed": dict(sorted(result.left_out.items())),
+            "events_no_longer_applying": result.refused_count,
+            "jobs_without_run_time": result.endless,
+            "incomplete_input": result.incomplete,
+            "base": result.base.to_json(),
+        }
+    }
+
+
+def events_command(args: argparse.Namespace) -> int:
+    """Run ``xce-sched events``: write the workload's event file; returns 0."""
+    _check_outputs(
+        [("--out", args.out)], [("--workload", args.workload), ("--queues", args.queues)]
+    )
+    registry = load_registry()
+    registry.pickers.get(args.policy)
+    queues = _load_queues(args.queues)
+    workload, source = _load_workload(args)
+    config = checked_config(workload, args.policy, queues, registry)
+    with _writing("--out", args.out):
+        summary = write_event_file(workload, config, args.out)
+    refused = (
+        f" ({summary.refused_queue_closed:,} left out: their queue is closed)"
+        if summary.refused_queue_closed
+        else ""
+    )
+    print(f"{args.out}: {summary.jobs:,} jobs of {source}{refused}, {summary.lines:,} lines")
+    return 0
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -783,9 +984,13 @@ def main(argv: Sequence[str] | None = None) -> int:
                 )
             )
             return 0
-        if args.command == "emulate":
-            return emulate_command(args)
-        return simulate(args) if args.command == "simulate" else replay_command(args)
+        command = {
+            "emulate": emulate_command,
+            "events": events_command,
+            "simulate": simulate,
+            "replay": replay_command,
+        }[args.command]
+        return command(args)
     except ValidationError as exc:  # a value the wire contract refuses
         got = exc.errors()[0]["input"]
         print(f"{PROG}: error: {describe(exc, default=exc.title)} (got {got!r})", file=sys.stderr)

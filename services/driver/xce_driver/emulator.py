@@ -26,6 +26,14 @@ Preemption, as the hosts' workers answer it (Req 6):
 
 A suspended job is alive: the run goes on until it has been resumed and finished.
 
+**What-if** (``xce_driver.whatif``): the same loop can start from a core restored from
+a snapshot (``adopt``: its jobs pending, running and suspended, each running one with
+the run time it has left) and push *input* events at their times: a file's
+submissions, host and queue changes, pushed as they are (``inputs``); each counts as
+a change, as a submission does. A job's run time is then given per job
+(``run_plans``); a job dispatched with none runs until the end (``endless``), so
+the figures say it never finished.
+
 The agenda is SimPy's heap: ``(ts_ns, EventPriority, seq, payload)``; ``seq`` comes
 from a counter, so ties never compare payloads and the order is the same in every
 process. At one instant the order is fixed:
@@ -33,10 +41,12 @@ process. At one instant the order is fixed:
 | priority | what | why |
 |---|---|---|
 | FINISH (0) | jobs ending (or killed) now give slots back | a round now sees those slots free |
-| SUBMIT (1) | jobs submitted now, in one ``JOBS_PUSH`` | a round at this instant sees them |
-| ROUND (2) | ``BEGIN_ROUND`` | last, so it sees everything of this instant |
+| INPUT (1) | input events due now, in their order (a what-if's file) | a round now sees them |
+| SUBMIT (2) | jobs submitted now, in one ``JOBS_PUSH`` | a round at this instant sees them |
+| ROUND (3) | ``BEGIN_ROUND`` | last, so it sees everything of this instant |
 
-Rounds come at every instant where something changed (a finish or a submission),
+Rounds come at every instant where something changed (a finish, a submission or
+an input),
 or, with a round interval, on a fixed grid of that interval; a job that finishes at
 the instant it started, and a preemption whose victims were suspended, get a further
 round at that instant either way. On the grid,
@@ -49,10 +59,12 @@ from __future__ import annotations
 
 import heapq
 import itertools
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import IntEnum
 
+from xce_core.core import SchedCore
+from xce_core.errors import EventError
 from xce_schemas import (
     BeginRound,
     ConfigPush,
@@ -69,6 +81,7 @@ from xce_schemas import (
     Preempt,
     QueueSpec,
     QueueStatus,
+    QueueUpdate,
     Resume,
     SchedulerConfig,
     WorkersPush,
@@ -77,6 +90,7 @@ from xce_schemas import (
 )
 from xce_schemas.events import (
     ConfigPushPayload,
+    JobRequest,
     JobsPushPayload,
     JobStateChangePayload,
     WorkersPushPayload,
@@ -107,8 +121,9 @@ class EventPriority(IntEnum):
     """Order of agenda items at one instant (see the module's table)."""
 
     FINISH = 0
-    SUBMIT = 1
-    ROUND = 2
+    INPUT = 1
+    SUBMIT = 2
+    ROUND = 3
 
 
 @dataclass(slots=True)
@@ -161,56 +176,105 @@ class JobRecord:
         return self.end_s - self.start_s - self.suspended_s
 
 
+@dataclass(frozen=True, slots=True)
+class RunPlan:
+    """How long a job runs once started, when the emulator is told per job (a
+    what-if) rather than by a ``SimJob``.
+
+    Attributes:
+        run_ns: running time until it ends, ns (time suspended left out); for a job
+            running when the emulator adopts it, the time it has left.
+        exit: it ends with EXIT (it failed) instead of DONE.
+        killed_by_runlimit: its end is a run-limit kill (known from the run it comes
+            from); its queue's limit is then not applied again.
+        limited: its queue's run limit applies (a run time of its own, not one the
+            limit already cut short).
+    """
+
+    run_ns: int
+    exit: bool = False
+    killed_by_runlimit: bool = False
+    limited: bool = True
+
+
 @dataclass(slots=True)
 class JobRun:
     """The emulator's state of one started job, in ns of the emulator's time (shared
     by this virtual-time emulator and the live one, ``xce_driver.live.emulate``).
 
-    ``left_ns``: run time still to go; ``limit_left_ns``: running time before its
-    queue's run limit kills it (None: no limit); ``since_ns``: start of the
-    current stretch of running (or of suspension); ``finish_seq``: ``seq`` of the
-    agenda entry that is its valid finish (-1 while suspended; the live emulator
-    does not use it).
+    ``left_ns``: run time still to go (None: not known, it never ends);
+    ``limit_left_ns``: running time before its queue's run limit kills it (None: no
+    limit); ``since_ns``: start of the current stretch of running (or of
+    suspension); ``finish_seq``: ``seq`` of the agenda entry that is its valid
+    finish (-1 while suspended or endless; the live emulator does not use it);
+    ``exits``: it ends with EXIT; ``killed``: its end is a run-limit kill.
     """
 
-    left_ns: int
+    left_ns: int | None
     limit_left_ns: int | None
     since_ns: int
     finish_seq: int = -1
     suspended: bool = False
+    exits: bool = False
+    killed: bool = False
 
     @classmethod
     def start(cls, job: SimJob, queue: QueueSpec | None, now: int) -> JobRun:
         """A job dispatched at ``now`` (ns): its run time and its queue's run limit."""
-        limit = None if queue is None or queue.run_limit_s is None else queue.run_limit_s * NS
-        return cls(job.run_s * NS, limit, now)
+        return cls(job.run_s * NS, _limit_ns(queue), now)
 
-    def run_from(self, now: int) -> int:
+    @classmethod
+    def planned(cls, plan: RunPlan | None, queue: QueueSpec | None, now: int) -> JobRun:
+        """A job dispatched (or adopted running) at ``now`` (ns) that runs as ``plan``
+        says (None: no run time known: it never ends)."""
+        if plan is None:
+            return cls(None, None, now)
+        limit = _limit_ns(queue) if plan.limited else None
+        return cls(plan.run_ns, limit, now, exits=plan.exit, killed=plan.killed_by_runlimit)
+
+    def run_from(self, now: int) -> int | None:
         """Let the job run from ``now`` (ns); returns how long until its finish, ns:
-        when its run time or its run limit is used up, whichever comes first."""
+        when its run time or its run limit is used up, whichever comes first (None:
+        it never ends)."""
+        self.since_ns = now
+        self.suspended = False
+        if self.left_ns is None:
+            return None
         span = self.left_ns
         if self.limit_left_ns is not None:
             span = min(span, self.limit_left_ns)
-        self.since_ns = now
-        self.suspended = False
         return span
 
     @property
     def killed_at_finish(self) -> bool:
         """Whether the finish of the current stretch is a run-limit kill (EXIT): the
-        limit comes before the run time is used up."""
-        return self.limit_left_ns is not None and self.limit_left_ns < self.left_ns
+        limit comes before the run time is used up, or the run it comes from says so."""
+        if self.killed:
+            return True
+        left = self.left_ns
+        return left is not None and self.limit_left_ns is not None and self.limit_left_ns < left
+
+    @property
+    def end_state(self) -> JobState:
+        """How it ends at its finish: EXIT when killed or failing, else DONE."""
+        return JobState.EXIT if self.exits or self.killed_at_finish else JobState.DONE
 
     def suspend(self, now: int) -> None:
         """Suspend the running job at ``now`` (ns): what it ran is taken off its run
         time and its limit."""
         ran = now - self.since_ns
-        self.left_ns -= ran
+        if self.left_ns is not None:
+            self.left_ns -= ran
         if self.limit_left_ns is not None:
             self.limit_left_ns -= ran
         self.since_ns = now
         self.suspended = True
         self.finish_seq = -1
+
+
+def _limit_ns(queue: QueueSpec | None) -> int | None:
+    """The queue's run limit, ns (None: none)."""
+    return None if queue is None or queue.run_limit_s is None else queue.run_limit_s * NS
 
 
 def job_priority(job: SimJob, queue: QueueSpec | None) -> int:
@@ -219,6 +283,32 @@ def job_priority(job: SimJob, queue: QueueSpec | None) -> int:
     if job.priority is not None:
         return job.priority
     return 0 if queue is None else queue.priority
+
+
+def job_request(job: SimJob, queue: QueueSpec | None) -> JobRequest:
+    """The request a controller sends for ``job`` (priority resolved from ``queue``)."""
+    return JobRequest(
+        jobid=job.jobid,
+        queue=job.queue,
+        user=job.user,
+        priority=job_priority(job, queue),
+        tasks=job.tasks,
+        resreq=job.resreq,
+    )
+
+
+def job_spec(job: SimJob, queue: QueueSpec | None, submit_ts: int) -> JobSpec:
+    """``job`` as the core takes it, submitted at ``submit_ts`` (ns): the fields of
+    ``job_request`` and the submission time."""
+    return JobSpec(
+        jobid=job.jobid,
+        queue=job.queue,
+        user=job.user,
+        priority=job_priority(job, queue),
+        tasks=job.tasks,
+        resreq=job.resreq,
+        submit_ts=submit_ts,
+    )
 
 
 def refused_at_submission(queue: QueueSpec | None) -> bool:
@@ -286,10 +376,22 @@ class ClusterEmulator(Workload):
         hosts: the cluster's hosts, pushed once at the start.
         config: the scheduler configuration pushed first.
         push: delivers one event to the core (and to whatever records it); the
-            core's decisions must reach ``on_decision`` while it runs.
+            core's decisions must reach ``on_decision`` while it runs. It raises
+            ``EventError`` when the core refuses the event (only inputs may be
+            refused: see ``refused``).
         origin_s: epoch second of the workload's time 0; event ts are
             ``(origin_s + t) * 10**9`` ns.
         round_interval_s: rounds on this grid (s) instead of at every change.
+        inputs: events pushed as they are at their ``ts`` (a what-if's file), in
+            order; their times must not go back.
+        run_plans: how long jobs run, by jobid, for jobs that are not in ``jobs``
+            (submitted by ``inputs`` or adopted) or whose run time it overrides.
+
+    Attributes:
+        refused: inputs the core refused, with its reason (a what-if's events
+            that no longer apply); they changed nothing.
+        endless: jobs dispatched (or adopted running) with no run time known:
+            they never end.
 
     Raises:
         ValueError: a round interval that is not positive.
@@ -304,6 +406,8 @@ class ClusterEmulator(Workload):
         *,
         origin_s: int = 0,
         round_interval_s: int | None = None,
+        inputs: Sequence[CoreEvent] = (),
+        run_plans: Mapping[int, RunPlan] | None = None,
     ) -> None:
         if round_interval_s is not None and round_interval_s <= 0:
             raise ValueError(f"round interval must be positive, not {round_interval_s}")
@@ -311,11 +415,17 @@ class ClusterEmulator(Workload):
         self._push_to_core = push
         self._origin_ns = origin_s * NS
         self._interval_ns = None if round_interval_s is None else round_interval_s * NS
+        self._inputs = tuple(inputs)
+        self._run_plans = dict(run_plans or {})
+        self._queue_of = {job.jobid: job.queue for job in jobs}
+        self.refused: list[tuple[CoreEvent, str]] = []
+        self.endless: set[int] = set()
         self._agenda: list[tuple[int, EventPriority, int, int]] = []
         self._seq = itertools.count()
         self._decided: list[Decision] = []
         self._runs: dict[int, JobRun] = {}
         self._running = 0
+        self._endless_running = 0  # of ``_running``: jobs with no finish to come
         self._pending = 0
         self._suspended = 0
         self._stale = 0  # agenda FINISH entries called off by a suspension
@@ -338,15 +448,58 @@ class ClusterEmulator(Workload):
 
     def start(self) -> None:
         """Bring the cluster up: push the configuration and the hosts at the origin,
-        and put every submission in the agenda. ``run`` does it when not done yet."""
+        and put every submission and input in the agenda. ``run`` does it when not
+        done yet."""
         if self._started:
             return
         self._started = True
         start_ns = self._origin_ns
         self._push(ConfigPush(ts=start_ns, payload=ConfigPushPayload(config=self._config)))
         self._push(WorkersPush(ts=start_ns, payload=WorkersPushPayload(hosts=self._hosts)))
+        self._schedule_arrivals()
+
+    def adopt(self, core: SchedCore) -> None:
+        """Take up, instead of ``start``, a core restored from a snapshot: its
+        configuration, hosts and jobs are there already. Each job pending there
+        waits; each running one runs the time its run plan gives from the core's
+        time on (its plan's ``run_ns`` is the time it has left); each suspended one
+        waits for its RESUME. Then every submission and input goes in the agenda.
+
+        Raises:
+            SimulationTimeError: a finish past the end of virtual time.
+        """
+        if self._started:
+            return
+        self._started = True
+        now = core.last_ts
+        self._queues = {name: queue.spec() for name, queue in core.state.queues.items()}
+        for job in sorted(core.state.jobs.values(), key=lambda job: job.jobid):
+            plan = self._plan(job.jobid)
+            record = self._record(job.jobid, job.submit_ts, job.tasks, job.queue)
+            if job.state is JobState.PEND:
+                self._pending += 1
+                reason = job.pend_reason
+                if reason is not None and reason.main is PendingCode.QUEUE_WINDOW:
+                    self._window_held[job.jobid] = job.queue
+                continue
+            record.start_s = self._s(job.start_ts)
+            record.hosts = () if job.alloc is None else tuple(h.host for h in job.alloc.hosts)
+            run = self._runs[job.jobid] = JobRun.planned(plan, self._queues.get(job.queue), now)
+            if job.state is JobState.RUN:
+                self._run_for(now, job.jobid, run)
+                self._running += 1
+            else:  # suspended before the snapshot, since its suspend_ts
+                run.suspend(now)
+                run.since_ns = job.suspend_ts
+                record.times_suspended = 1
+                self._suspended += 1
+        self._schedule_arrivals()
+
+    def _schedule_arrivals(self) -> None:
         for job in self._jobs.values():
             self._schedule(self._ns(job.submit_s), EventPriority.SUBMIT, job.jobid)
+        for index, event in enumerate(self._inputs):
+            self._schedule(event.ts, EventPriority.INPUT, index)
 
     def run(self, progress: Callable[[int], None] | None = None) -> dict[int, JobRecord]:
         """Run the workload to its end and return every job's record.
@@ -357,7 +510,8 @@ class ClusterEmulator(Workload):
 
         The run ends when nothing is left to happen; jobs that could never start
         (no plan ever fits) are left with ``start_s`` None, and a job suspended that
-        the core never resumed with ``end_s`` None.
+        the core never resumed, or one that never ends (``endless``), with
+        ``end_s`` None.
 
         Raises:
             SimulationTimeError: virtual time would pass ``END_OF_TIME_NS``.
@@ -368,33 +522,38 @@ class ClusterEmulator(Workload):
         while self._agenda:
             now = self._agenda[0][0]
             finished: list[int] = []
+            inputs: list[int] = []
             submitted: list[int] = []
             round_due = False
             while self._agenda and self._agenda[0][0] == now:
-                _, priority, seq, jobid = heapq.heappop(self._agenda)
+                _, priority, seq, item = heapq.heappop(self._agenda)
                 if priority is EventPriority.FINISH:
-                    run = self._runs.get(jobid)
+                    run = self._runs.get(item)
                     if run is None or run.finish_seq != seq:
                         self._stale -= 1  # called off by a suspension
                         continue
-                    finished.append(jobid)
+                    finished.append(item)
+                elif priority is EventPriority.INPUT:
+                    inputs.append(item)
                 elif priority is EventPriority.SUBMIT:
-                    submitted.append(jobid)
+                    submitted.append(item)
                 else:
                     round_due = True
-                    if jobid == _GRID_ROUND:
+                    if item == _GRID_ROUND:
                         self._next_round_ns = None
-            if not (finished or submitted or round_due):
+            if not (finished or inputs or submitted or round_due):
                 continue  # only finishes called off by a suspension: nothing happens
             for jobid in finished:
                 self._finish(now, jobid)
+            applied = [index for index in inputs if self._input(self._inputs[index])]
             if submitted:
                 submitted = self._submit(now, submitted)
+            arrived = bool(applied or submitted)
             if self._interval_ns is None:
-                round_due = round_due or bool(finished or submitted)
+                round_due = round_due or bool(finished) or arrived
             elif finished and self._last_round_ns == now:
                 round_due = True  # a job ended the instant it started: round again
-            elif submitted and self._next_round_ns is None and self._on_grid(now):
+            elif arrived and self._next_round_ns is None and self._on_grid(now):
                 round_due = True  # an idle cluster's next grid round is this instant
             if round_due:
                 self._round(now)
@@ -411,9 +570,9 @@ class ClusterEmulator(Workload):
     def _ns(self, seconds: int) -> int:
         return self._origin_ns + seconds * NS
 
-    def _schedule(self, ts: int, priority: EventPriority, jobid: int) -> int:
-        """Put an item in the agenda (``jobid``: for a ROUND, which kind of round);
-        returns its ``seq``.
+    def _schedule(self, ts: int, priority: EventPriority, item: int) -> int:
+        """Put an item in the agenda (``item``: the jobid; for an INPUT its index,
+        for a ROUND which kind of round); returns its ``seq``.
 
         Raises:
             SimulationTimeError: ``ts`` is past the end of virtual time.
@@ -421,39 +580,83 @@ class ClusterEmulator(Workload):
         if ts >= END_OF_TIME_NS:
             if priority is EventPriority.ROUND:
                 what = "the round"
+            elif priority is EventPriority.INPUT:
+                what = f"input event {item + 1}"
             else:
                 verb = "is submitted" if priority is EventPriority.SUBMIT else "ends"
-                what = f"job {jobid} {verb}"
+                what = f"job {item} {verb}"
             raise SimulationTimeError(
                 f"{what} at {(ts - self._origin_ns) // NS:,} s is past the end of "
                 f"virtual time ({END_OF_TIME_NS:,} ns after the epoch)"
             )
         seq = next(self._seq)
-        heapq.heappush(self._agenda, (ts, priority, seq, jobid))
+        heapq.heappush(self._agenda, (ts, priority, seq, item))
         return seq
 
     def _s(self, ts: int) -> int:
         """Seconds from the trace origin of the agenda time ``ts`` (ns)."""
         return (ts - self._origin_ns) // NS
 
+    def _plan(self, jobid: int) -> RunPlan | None:
+        """How long the job runs: its run plan, else its ``SimJob``'s run time (None:
+        not known)."""
+        plan = self._run_plans.get(jobid)
+        if plan is None and (job := self._jobs.get(jobid)) is not None:
+            plan = RunPlan(job.run_s * NS)
+        return plan
+
+    def _record(self, jobid: int, submit_ts: int, tasks: int, queue: str) -> JobRecord:
+        """A new record for a job the core got from elsewhere than ``jobs`` (an input,
+        or the adopted core); its ``run_s`` is its run plan's (0: not known)."""
+        plan = self._plan(jobid)
+        run_s = 0 if plan is None else plan.run_ns // NS
+        record = self.records[jobid] = JobRecord(jobid, self._s(submit_ts), run_s, tasks)
+        self._queue_of[jobid] = queue
+        return record
+
     def _run_for(self, now: int, jobid: int, run: JobRun) -> None:
-        """Let a job run from ``now`` until its finish (``JobRun.run_from``)."""
-        run.finish_seq = self._schedule(now + run.run_from(now), EventPriority.FINISH, jobid)
+        """Let a job run from ``now`` until its finish (``JobRun.run_from``); a job
+        with no run time known gets no finish."""
+        span = run.run_from(now)
+        if span is None:
+            self.endless.add(jobid)
+            self._endless_running += 1
+            return
+        run.finish_seq = self._schedule(now + span, EventPriority.FINISH, jobid)
 
     def _push(self, event: CoreEvent) -> None:
-        self.stats.events += 1
         self._push_to_core(event)
+        self.stats.events += 1
+
+    def _input(self, event: CoreEvent) -> bool:
+        """Push an input event as it is; True when the core took it. A refused one
+        goes to ``refused`` and changes nothing. Submitted jobs are recorded; a
+        changed configuration or queue is what later submissions and run limits
+        follow."""
+        try:
+            self._push(event)
+        except EventError as exc:
+            self.refused.append((event, str(exc)))
+            return False
+        if isinstance(event, JobsPush):
+            for spec in event.payload.jobs:
+                self._record(spec.jobid, spec.submit_ts, spec.tasks, spec.queue)
+            self._pending += len(event.payload.jobs)
+        elif isinstance(event, ConfigPush):
+            self._queues = {queue.name: queue for queue in event.payload.config.queues}
+        elif isinstance(event, QueueUpdate):
+            self._queues[event.payload.queue.name] = event.payload.queue
+        return True
 
     def _finish(self, now: int, jobid: int) -> None:
-        """The job's finish is due: it ends (DONE), or its run limit kills it (EXIT)
-        when run time is still left."""
+        """The job's finish is due: it ends (DONE), or fails or its run limit kills it
+        (EXIT)."""
         run = self._runs.pop(jobid)
-        killed = run.killed_at_finish
-        state = JobState.EXIT if killed else JobState.DONE
+        state = run.end_state
         self._push(JobStateChange(ts=now, payload=JobStateChangePayload(jobid=jobid, state=state)))
         record = self.records[jobid]
         record.end_s = self._s(now)
-        record.killed_by_runlimit = killed
+        record.killed_by_runlimit = run.killed_at_finish
         self._running -= 1
         self.stats.done += 1
 
@@ -468,17 +671,7 @@ class ClusterEmulator(Workload):
             if refused_at_submission(queue):
                 self._reject(jobid, REJECT_QUEUE_CLOSED)
                 continue
-            specs.append(
-                JobSpec(
-                    jobid=jobid,
-                    queue=job.queue,
-                    user=job.user,
-                    priority=job_priority(job, queue),
-                    tasks=job.tasks,
-                    resreq=job.resreq,
-                    submit_ts=now,
-                )
-            )
+            specs.append(job_spec(job, queue, now))
         if specs:
             self._push(JobsPush(ts=now, payload=JobsPushPayload(jobs=tuple(specs))))
         self._pending += len(specs)
@@ -510,7 +703,7 @@ class ClusterEmulator(Workload):
                 self._dispatch(now, decision)
             elif isinstance(decision, Pend):
                 if decision.reason.main is PendingCode.QUEUE_WINDOW:
-                    self._window_held[decision.jobid] = self._jobs[decision.jobid].queue
+                    self._window_held[decision.jobid] = self._queue_of[decision.jobid]
                 if rejected_by_controller(decision):
                     payload = JobStateChangePayload(jobid=decision.jobid, state=JobState.EXIT)
                     self._push(JobStateChange(ts=now, payload=payload))
@@ -528,11 +721,11 @@ class ClusterEmulator(Workload):
         record = self.records[jobid]
         record.start_s = self._s(now)
         record.hosts = tuple(host.host for host in decision.alloc.hosts)
-        job = self._jobs[jobid]
-        run = self._runs[jobid] = JobRun.start(job, self._queues.get(job.queue), now)
-        self._run_for(now, jobid, run)
+        queue = self._queues.get(self._queue_of[jobid])
+        run = self._runs[jobid] = JobRun.planned(self._plan(jobid), queue, now)
         self._running += 1
         self._pending -= 1
+        self._run_for(now, jobid, run)
 
     def _suspend(self, now: int, jobid: int) -> bool:
         """Suspend a victim still running (SIGTSTP): ``JOB_STATE_CHANGE`` SUSP, its
@@ -541,8 +734,11 @@ class ClusterEmulator(Workload):
         run = self._runs.get(jobid)
         if run is None or run.suspended:
             return False
+        if run.left_ns is None:
+            self._endless_running -= 1
+        else:
+            self._stale += 1
         run.suspend(now)
-        self._stale += 1
         payload = JobStateChangePayload(jobid=jobid, state=JobState.SUSP)
         self._push(JobStateChange(ts=now, payload=payload))
         self.records[jobid].times_suspended += 1
@@ -576,9 +772,11 @@ class ClusterEmulator(Workload):
         if self._next_round_ns is not None or not alive:
             return
         nothing_comes = len(self._agenda) == self._stale  # only called-off finishes left
-        if not self._running and nothing_comes and self._last_round_ns == now:
-            # Nothing runs, nothing comes: the jobs left pending never start (and
-            # the suspended ones are never resumed: nothing will free their hosts).
+        finishing = self._running - self._endless_running
+        if not finishing and nothing_comes and self._last_round_ns == now:
+            # Nothing runs to an end, nothing comes: the jobs left pending never
+            # start (and the suspended ones are never resumed: nothing will free
+            # their hosts).
             return
         assert self._interval_ns is not None
         base = self._origin_ns

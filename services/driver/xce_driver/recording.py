@@ -1,8 +1,10 @@
 """Recordings: JSONL, one object a line (Req 10 AC 15), written and read.
 
 HEADER first, then a SNAPSHOT, then every event and decision in the order they
-crossed the core's boundary, with further SNAPSHOTs every N events when asked. A
-path ending in ``.gz`` is written and read gzip-compressed.
+crossed the core's boundary, with further SNAPSHOTs every N events when asked, and
+an ``END`` line once the recording is complete (format 1.1). A recording without it
+was cut short: ``read_lines(..., require_end=True)`` says so at its end. A path
+ending in ``.gz`` is written and read gzip-compressed.
 """
 
 from __future__ import annotations
@@ -10,7 +12,7 @@ from __future__ import annotations
 import gzip
 import io
 import zlib
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -25,7 +27,9 @@ from xce_schemas import (
     RECORDING_VERSION,
     CoreEvent,
     Decision,
+    End,
     Header,
+    RunTime,
     SchedulerConfig,
     config_hash,
 )
@@ -69,7 +73,13 @@ class RecordingWriter:
             raise self._named(exc) from exc
         self.lines += 1
 
-    def header(self, config: SchedulerConfig, start_ts: int, start_wall: str | None = None) -> None:
+    def header(
+        self,
+        config: SchedulerConfig,
+        start_ts: int,
+        start_wall: str | None = None,
+        round_interval_s: int | None = None,
+    ) -> None:
         """Write the HEADER line (version, configuration hash, start ts and wall time).
 
         Args:
@@ -78,6 +88,8 @@ class RecordingWriter:
             start_wall: the wall time to write, ISO 8601 UTC; default now. The live
                 core passes one derived from the events, so that a core restarted
                 mid-recording writes the same HEADER.
+            round_interval_s: a simulation's round interval, s (None: a round at
+                every change, or a live recording); see ``Header``.
         """
         wall = start_wall or datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
         header = Header(
@@ -85,8 +97,9 @@ class RecordingWriter:
             config_hash=config_hash(config),
             start_ts=start_ts,
             start_wall=wall,
+            round_interval_s=round_interval_s,
         )
-        self._write(header.model_dump_json().encode())
+        self._write(header.model_dump_json(exclude_none=True).encode())
 
     def snapshot(self, snapshot: CoreSnapshot) -> None:
         """Write a SNAPSHOT line holding ``snapshot``, at the snapshot's ts."""
@@ -105,6 +118,15 @@ class RecordingWriter:
             b'{"type":"DECISION","ts":%d,"payload":%s}'
             % (decision.ts, decision.model_dump_json().encode())
         )
+
+    def run_time(self, line: RunTime) -> None:
+        """Write one ``RUN_TIME`` line (an event file's: how long a job runs)."""
+        self._write(line.model_dump_json().encode())
+
+    def end(self, ts: int) -> None:
+        """Write the ``END`` line: the recording is complete (``ts``: the core's time
+        then, ns). Nothing may follow it."""
+        self._write(End(ts=ts).model_dump_json().encode())
 
     def close(self) -> None:
         """Flush and close the file.
@@ -136,8 +158,9 @@ class Recorder:
     SNAPSHOT of the core; from then on ``event`` writes each event line before the
     core handles it (so its decisions follow it), ``decision`` writes each decision,
     and ``after_event`` adds a SNAPSHOT every ``snapshot_interval`` events
-    (0: only the first; Req 10 AC 10). Before ``start`` nothing is written.
-    Recording changes nothing in scheduling (Req 10 AC 9).
+    (0: only the first; Req 10 AC 10); ``finish`` writes the ``END`` line once the
+    run is complete (a run that stops early leaves it out). Before ``start``
+    nothing is written. Recording changes nothing in scheduling (Req 10 AC 9).
 
     Raises:
         ValueError: a negative snapshot interval.
@@ -151,11 +174,18 @@ class Recorder:
         self.recording = False
         self._since_snapshot = 0
 
-    def start(self, core: SchedCore) -> None:
-        """Begin: HEADER and the first SNAPSHOT of ``core``'s state now."""
-        self.writer.header(core.state.config, core.last_ts)
+    def start(self, core: SchedCore, round_interval_s: int | None = None) -> None:
+        """Begin: HEADER and the first SNAPSHOT of ``core``'s state now
+        (``round_interval_s``: the simulation's, for the HEADER)."""
+        self.writer.header(core.state.config, core.last_ts, round_interval_s=round_interval_s)
         self.writer.snapshot(save_snapshot(core))
         self.recording = True
+
+    def finish(self, core: SchedCore) -> None:
+        """End a complete recording: the ``END`` line at ``core``'s time."""
+        if self.recording:
+            self.writer.end(core.last_ts)
+            self.recording = False
 
     def event(self, event: CoreEvent) -> None:
         """Record an event about to be pushed."""
@@ -182,6 +212,12 @@ class RecordingError(ValueError):
     ``run.jsonl:12: not JSON (unexpected character)``."""
 
 
+class IncompleteRecording(RecordingError):
+    """A recording of format 1.1 or later that ends without its ``END`` line: it was
+    cut short (an interrupted ``simulate --record``, a recorder that lost its core,
+    a copy stopped part way). Raised only once every line it holds was read."""
+
+
 @dataclass(frozen=True, slots=True)
 class Line:
     """One line of a recording: its number (from 1), its decoded object and raw bytes."""
@@ -202,15 +238,44 @@ class Line:
 
 
 #: Every ``type`` a recording line may have.
-LINE_TYPES = frozenset({"HEADER", "SNAPSHOT", "DECISION", *EVENT_TYPES})
+LINE_TYPES = frozenset({"HEADER", "SNAPSHOT", "DECISION", "END", "RUN_TIME", *EVENT_TYPES})
+
+#: The first format version whose complete recordings end with an ``END`` line.
+_END_SINCE = (1, 1)
 
 
-def read_lines(path: str | Path) -> Iterator[Line]:
+def _version(header: Line) -> tuple[int, int]:
+    """The HEADER's format version as (major, minor); (0, 0) when unreadable."""
+    parts = str(header.data.get("version", "")).split(".")
+    try:
+        return int(parts[0]), int(parts[1]) if len(parts) > 1 else 0
+    except ValueError:
+        return (0, 0)
+
+
+def read_lines(
+    path: str | Path,
+    *,
+    require_end: bool = False,
+    progress: Callable[[int, int], None] | None = None,
+) -> Iterator[Line]:
     """The lines of a ``.jsonl`` or ``.jsonl.gz`` recording, decoded, in file order.
+
+    A line after ``END`` is an error. With ``require_end``, a file whose HEADER says
+    format 1.1 or later and that ends without ``END`` raises ``IncompleteRecording``
+    after its last line (older recordings never had one: nothing can be said).
+
+    Args:
+        path: the file.
+        require_end: check that the recording is complete (see above).
+        progress: called as ``progress(bytes read, file size)`` every 4,096 lines
+            (bytes of the file on disk: compressed ones for ``.gz``).
 
     Raises:
         RecordingError: the file is missing or unreadable, a line is not a JSON object
-            with a known ``type`` and an integer ``ts``, or the file is truncated.
+            with a known ``type`` and an integer ``ts``, a line follows ``END``, or
+            the file is truncated.
+        IncompleteRecording: ``require_end`` and no ``END`` line (see above).
     """
     path = Path(path)
     try:
@@ -224,12 +289,40 @@ def read_lines(path: str | Path) -> Iterator[Line]:
     except OSError as exc:
         raise RecordingError(f"{path}: cannot be read ({exc.strerror or exc})") from None
     number = 0
+    version = (0, 0)
+    ended = 0
+    size = _size(path) if progress is not None else 0
+    disk = getattr(handle, "fileobj", None) or handle  # the compressed bytes of a .gz
     try:
         with handle:
             for number, raw in enumerate(handle, start=1):
-                yield _decode(path, number, raw)
+                line = _decode(path, number, raw)
+                if ended:
+                    raise RecordingError(
+                        f"{path}:{number}: a {line.type} line after the END line "
+                        f"(line {ended}): END closes a recording"
+                    )
+                if number == 1 and line.type == "HEADER":
+                    version = _version(line)
+                elif line.type == "END":
+                    ended = number
+                if progress is not None and number % 4096 == 0:
+                    progress(disk.tell(), size)
+                yield line
     except (OSError, EOFError, zlib.error) as exc:
         raise RecordingError(f"{path}:{number + 1}: cannot be read ({exc})") from None
+    if require_end and not ended and version >= _END_SINCE:
+        raise IncompleteRecording(
+            f"{path}: ends at line {number:,} without its END line: the recording was "
+            "cut short (interrupted, or its writer stopped) and its figures would be wrong"
+        )
+
+
+def _size(path: Path) -> int:
+    try:
+        return path.stat().st_size
+    except OSError:
+        return 0
 
 
 def _decode(path: Path, number: int, raw: bytes) -> Line:

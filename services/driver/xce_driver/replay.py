@@ -1,31 +1,26 @@
-"""The simulation-mode driver: replay a recording through a fresh core (Req 10 AC 11-14).
+"""The simulation-mode driver: replay a recording through a fresh core (Req 10 AC 11-13).
 
 ``replay`` loads the latest SNAPSHOT at or before the start time, then pushes every
 later event in file order through a core built from it, in a discrete event-driven
 virtual clock: time jumps to each event's ts and never goes back; events of one ts
 keep their file order (AC 12). The driver, not the core, paces the replay
-(``speed``) and pauses it (``pause_at``).
+(``speed``) and pauses it (``pause_at``). A recording must be complete: one of
+format 1.1 or later that lacks its ``END`` line was cut short, and is replayed only
+with ``force`` (the result then says so).
 
 With ``verify`` (AC 13; spec/alloc-equality.md Req 5) each decision the core makes
 is compared with the one recorded after the same event: DISPATCH by allocation
 equality (``from`` compared, ``instid`` not), PEND by job and main reason only
 (bug-1845: a recorded reason may have been built from another path than the replayed
 one), others field by field; missing and extra decisions are mismatches too, and
-so is a periodic SNAPSHOT the replayed state does not reproduce.
+so is a periodic SNAPSHOT the replayed state does not reproduce. Each mismatch says
+which side is the recording and which the replay.
 
-With ``alt_events`` (AC 14) the snapshot comes from the base recording and the events
-from the alternative file: a what-if. Both runs are replayed and compared: which
-jobs started at another time, and the mean wait before and after. A job that ran in
-the base run keeps its run time in the what-if: its recorded end is dropped and it
-ends that long after it starts there (with a round at that instant, as the cluster
-emulator does), so an earlier or later start moves its end too. Alternative events
-that no longer apply to the what-if state are counted and shown, not pushed.
+The what-if (AC 14, ``--sim-alt-events``) is ``xce_driver.whatif``.
 """
 
 from __future__ import annotations
 
-import heapq
-import itertools
 import statistics
 import sys
 import time
@@ -43,7 +38,6 @@ from xce_core.plugins import PluginRegistry
 from xce_core.snapshot import SnapshotError, load_snapshot, save_snapshot
 from xce_schemas import (
     RECORDING_VERSION,
-    BeginRound,
     CoreEvent,
     Decision,
     Dispatch,
@@ -57,10 +51,10 @@ from xce_schemas import (
     parse_decision,
 )
 from xce_schemas.errors import describe
-from xce_schemas.events import EVENT_ADAPTER, JobStateChangePayload
+from xce_schemas.events import EVENT_ADAPTER
 from xce_schemas.snapshot import CoreSnapshot
 
-from xce_driver.recording import Line, RecordingError, read_lines
+from xce_driver.recording import IncompleteRecording, Line, RecordingError, read_lines
 
 NS = 1_000_000_000
 
@@ -83,38 +77,45 @@ def _describe(decision: Decision) -> str:
 
 
 def decision_diff(recorded: Decision, made: Decision) -> str | None:
-    """The first difference between a recorded and a replayed decision, or None.
+    """The first difference between a recorded and a replayed decision, or None; the
+    text says which side is the recording and which the replay.
 
     DISPATCH: job allocation equality; PEND: jobid and main reason only (bug-1845);
     others: every field.
     """
     if recorded.op != made.op:
-        return f"recorded {_describe(recorded)}, made {_describe(made)}"
+        return f"recorded {_describe(recorded)}, replayed {_describe(made)}"
     if isinstance(recorded, Dispatch) and isinstance(made, Dispatch):
         if recorded.jobid != made.jobid:
-            return f"recorded DISPATCH job {recorded.jobid}, made DISPATCH job {made.jobid}"
-        why = job_alloc_diff(recorded.alloc, made.alloc)
+            return f"recorded DISPATCH job {recorded.jobid}, replayed DISPATCH job {made.jobid}"
+        why = job_alloc_diff(recorded.alloc, made.alloc, sides=SIDES)
         return None if why is None else f"DISPATCH job {made.jobid}: alloc.{why}"
     if isinstance(recorded, Pend) and isinstance(made, Pend):
         if recorded.jobid != made.jobid:
-            return f"recorded PEND job {recorded.jobid}, made PEND job {made.jobid}"
+            return f"recorded PEND job {recorded.jobid}, replayed PEND job {made.jobid}"
         if recorded.reason.main != made.reason.main:
             return (
-                f"PEND job {made.jobid}: main reason "
-                f"{recorded.reason.main.value} != {made.reason.main.value}"
+                f"PEND job {made.jobid}: main reason: recorded {recorded.reason.main.value}, "
+                f"replayed {made.reason.main.value}"
             )
         return None
     if recorded != made:
         left, right = recorded.model_dump(), made.model_dump()
         for key in left:
             if left[key] != right.get(key):
-                return f"{_describe(made)}: {key}: {left[key]!r} != {right.get(key)!r}"
+                return (
+                    f"{_describe(made)}: {key}: recorded {left[key]!r}, replayed {right.get(key)!r}"
+                )
     return None
+
+
+#: How a verification mismatch names its two sides.
+SIDES = ("recorded", "replayed")
 
 
 class ReplayError(ValueError):
     """A replay that cannot be done (bad file, no snapshot, version or config
-    mismatch); the message is one line for the user."""
+    mismatch, a recording cut short); the message is one line for the user."""
 
 
 @dataclass(slots=True)
@@ -129,14 +130,14 @@ class RunStats:
     rejected: list[str] = field(default_factory=list)
     rejected_count: int = 0
 
-    def mean_wait_s(self) -> float:
-        """Mean wait (s) of the jobs that started in this run."""
+    def mean_wait_s(self) -> float | None:
+        """Mean wait (s) of the jobs that started in this run (None: none started)."""
         waits = [
             (start - self.submits[jobid]) / NS
             for jobid, start in self.starts.items()
             if jobid in self.submits
         ]
-        return statistics.fmean(waits) if waits else 0.0
+        return statistics.fmean(waits) if waits else None
 
 
 @dataclass(slots=True)
@@ -145,23 +146,24 @@ class ReplayResult:
 
     Attributes:
         snapshot_line, snapshot_ts: the snapshot the replay started from.
-        stats: the replayed run (the alternative one in a what-if).
-        base: the base run of a what-if (None otherwise).
+        stats: the replayed run.
         mismatches: the first ``MAX_SHOWN`` verification mismatches, one line each.
         mismatch_count: all of them.
         paused_at: ts where a non-interactive run stopped at ``pause_at``, else None.
         pause_summary: the state summary printed there.
+        incomplete: why the recording is incomplete (no END line; replayed with
+            ``force``), else None.
         wall_s: seconds the replay took.
     """
 
     snapshot_line: int
     snapshot_ts: int
     stats: RunStats
-    base: RunStats | None = None
     mismatches: list[str] = field(default_factory=list)
     mismatch_count: int = 0
     paused_at: int | None = None
     pause_summary: str = ""
+    incomplete: str | None = None
     wall_s: float = 0.0
 
 
@@ -174,15 +176,14 @@ class ReplayOptions:
         speed: 0 as fast as possible; N > 0 replays N× real time (1: real time).
         pause_at: stop at this ns with a state summary (None: never).
         verify: compare every decision with the recorded one.
-        alt_events: a file whose events replace the base file's (what-if).
-        force: go on despite a version or configuration-hash mismatch.
+        force: go on despite a format-version or configuration-hash mismatch, or a
+            recording cut short (no END line).
     """
 
     start_ts: int | None = None
     speed: float = 0.0
     pause_at: int | None = None
     verify: bool = False
-    alt_events: Path | None = None
     force: bool = False
 
 
@@ -205,9 +206,27 @@ def _header(path: Path, lines: Iterator[Line], force: bool) -> Header:
     return header
 
 
-def _find_snapshot(path: Path, start_ts: int | None, force: bool) -> tuple[Header, Line, int]:
-    """The HEADER, the snapshot line to start from, and the first snapshot's config hash
-    check. Reads the file up to the first snapshot after ``start_ts``."""
+@dataclass(frozen=True, slots=True)
+class StartPoint:
+    """Where a replay starts: the recording's HEADER, the SNAPSHOT line chosen, and
+    the ts of its first SNAPSHOT (the recording's time origin, ns)."""
+
+    header: Header
+    line: Line
+    origin_ts: int
+
+
+def find_snapshot(path: Path, start_ts: int | None, force: bool) -> StartPoint:
+    """The HEADER, the snapshot line to start from (the latest at or before
+    ``start_ts``, default the first) and the recording's origin. Reads the file up
+    to the first snapshot after ``start_ts``.
+
+    Raises:
+        ReplayError: no HEADER, a bad HEADER, another format version or a HEADER
+            whose configuration hash is not its first snapshot's (unless
+            ``force``), no snapshot (at or before ``start_ts``).
+        RecordingError: an unreadable file or line.
+    """
     lines = read_lines(path)
     header = _header(path, lines, force)
     chosen: Line | None = None
@@ -225,7 +244,10 @@ def _find_snapshot(path: Path, start_ts: int | None, force: bool) -> tuple[Heade
         if start_ts is None:
             break
     if first is None:
-        raise ReplayError(f"{path}: no SNAPSHOT line to start from")
+        raise ReplayError(
+            f"{path}: no SNAPSHOT line to start from (an event file of xce-sched events "
+            "is replayed as --sim-alt-events of the recording it was made for)"
+        )
     if chosen is None:
         raise ReplayError(
             f"{path}: no snapshot at or before {format_ts(start_ts or 0)}; "
@@ -243,11 +265,32 @@ def _find_snapshot(path: Path, start_ts: int | None, force: bool) -> tuple[Heade
             f"its first snapshot (line {first.number}): the file was edited or mixed "
             "(--force to replay anyway)"
         )
-    return header, chosen, first.number
+    return StartPoint(header, chosen, first.ts)
 
 
-def _events_after(path: Path, after_line: int) -> Iterator[Line]:
-    for line in read_lines(path):
+def load_start(path: Path, start: StartPoint) -> CoreSnapshot:
+    """The core state of the chosen SNAPSHOT line.
+
+    Raises:
+        ReplayError: the SNAPSHOT's data is not a valid core state (named by line).
+    """
+    line = start.line
+    try:
+        return CoreSnapshot.model_validate(line.data.get("data"))
+    except ValidationError as exc:
+        raise ReplayError(f"{path}:{line.number}: SNAPSHOT data.{describe(exc)}") from None
+
+
+def lines_after(
+    path: Path,
+    after_line: int,
+    *,
+    require_end: bool = False,
+    progress: Callable[[int, int], None] | None = None,
+) -> Iterator[Line]:
+    """The lines of ``path`` after line ``after_line`` (see ``read_lines`` for
+    ``require_end`` and ``progress``)."""
+    for line in read_lines(path, require_end=require_end, progress=progress):
         if line.number > after_line:
             yield line
 
@@ -290,11 +333,6 @@ class _Run:
         self.mismatch_count = 0
         self._event: Line | None = None
         self._recorded: list[Line] = []
-        # What-if: jobs whose end follows their start here, by their recorded run time.
-        self.retime: dict[int, int] = {}
-        self._ends: list[tuple[int, int, int]] = []  # (end ts, order, jobid)
-        self._order = itertools.count()
-        self._round_owed: int | None = None
 
     def _mismatch(self, text: str) -> None:
         self.mismatch_count += 1
@@ -302,7 +340,11 @@ class _Run:
             self.mismatches.append(text)
 
     def push(self, line: Line) -> None:
-        """Push one event line (after settling the previous event's decisions)."""
+        """Push one event line (after settling the previous event's decisions).
+
+        Raises:
+            ReplayError: the line is not a valid event, or goes back in time.
+        """
         self.settle()
         try:
             event: CoreEvent = EVENT_ADAPTER.validate_python(line.data)
@@ -315,12 +357,6 @@ class _Run:
                 f"{self.path}:{line.number}: {line.type} at {format_ts(event.ts)} goes back "
                 f"in time from {format_ts(self.core.last_ts)}"
             )
-        if (
-            isinstance(event, JobStateChange)
-            and event.payload.jobid in self.retime
-            and event.payload.state in (JobState.DONE, JobState.EXIT)
-        ):
-            return  # this job's end is re-timed from its start in this run
         if self._push_event(event, f"line {line.number}"):
             self._event = line
 
@@ -343,35 +379,6 @@ class _Run:
         elif isinstance(event, JobStateChange) and event.payload.state in _ENDED:
             self.stats.ends[event.payload.jobid] = event.ts
         return True
-
-    def inject_until(self, ts: int | None) -> None:
-        """Push the re-timed ends due by ``ts`` (None: all), each instant's ends
-        followed by a round at that instant, as the emulator does; the round of the
-        instant ``ts`` itself is owed until an event of a later instant comes."""
-        if self._round_owed is not None and (ts is None or ts > self._round_owed):
-            self._round(self._round_owed)
-        while self._ends and (ts is None or self._ends[0][0] <= ts):
-            instant = self._ends[0][0]
-            while self._ends and self._ends[0][0] == instant:
-                _, _, jobid = heapq.heappop(self._ends)
-                self.settle()
-                payload = JobStateChangePayload(jobid=jobid, state=JobState.DONE)
-                self._push_event(JobStateChange(ts=instant, payload=payload), "re-timed end")
-            if ts is not None and instant == ts:
-                self._round_owed = instant
-                return
-            self._round(instant)
-
-    def covers_round(self, line: Line) -> None:
-        """A recorded BEGIN_ROUND at the owed instant pays the owed round."""
-        if line.type == "BEGIN_ROUND" and line.ts == self._round_owed:
-            self._round_owed = None
-
-    def _round(self, instant: int) -> None:
-        self._round_owed = None
-        self.settle()
-        self._push_event(BeginRound(ts=instant), "re-timed round")
-        self.settle()
 
     def record(self, line: Line) -> None:
         """Take a recorded DECISION line that follows the current event."""
@@ -401,11 +408,7 @@ class _Run:
             ops = self.stats.decisions
             ops[decision.op] = ops.get(decision.op, 0) + 1
             if isinstance(decision, Dispatch):
-                self.stats.starts[decision.jobid] = decision.ts
-                run_ns = self.retime.get(decision.jobid)
-                if run_ns is not None:
-                    end = (decision.ts + run_ns, next(self._order), decision.jobid)
-                    heapq.heappush(self._ends, end)
+                self.stats.starts.setdefault(decision.jobid, decision.ts)
         if self.verify and self._event is not None:
             self._compare(self._event, made, self._recorded)
         self._recorded = []
@@ -428,7 +431,7 @@ class _Run:
         context = f"{format_ts(event.ts)} line {event.number} {event.type} decision #{index + 1}"
         if line is None:
             assert mine is not None
-            self._mismatch(f"{context}: extra: made {_describe(mine)}, not recorded")
+            self._mismatch(f"{context}: extra: replayed {_describe(mine)}, not recorded")
             return
         try:
             theirs = parse_decision(line.data.get("payload"))  # type: ignore[arg-type]
@@ -436,7 +439,8 @@ class _Run:
             raise ReplayError(f"{self.path}:{line.number}: DECISION {describe(exc)}") from None
         if mine is None:
             self._mismatch(
-                f"{context}: missing: recorded {_describe(theirs)} (line {line.number}), not made"
+                f"{context}: missing: recorded {_describe(theirs)} (line {line.number}), "
+                "not replayed"
             )
             return
         why = decision_diff(theirs, mine)
@@ -444,14 +448,18 @@ class _Run:
             self._mismatch(f"{context} (line {line.number}): {why}")
 
 
+#: Longest single wait of a paced replay, s: a long wait is slept in pieces, so it
+#: never overflows ``time.sleep`` and Ctrl-C is felt at once.
+_PACE_STEP_S = 0.25
+
+
 def _pace(speed: float, first_ts: int | None, ts: int, wall_start: float) -> None:
     """Wait until wall time catches up with ``ts`` at ``speed`` (the driver waits)."""
     if speed <= 0 or first_ts is None:
         return
     due = wall_start + (ts - first_ts) / NS / speed
-    delay = due - time.monotonic()
-    if delay > 0:
-        time.sleep(delay)
+    while (delay := due - time.monotonic()) > 0:
+        time.sleep(min(delay, _PACE_STEP_S))
 
 
 def _replay_events(
@@ -465,36 +473,44 @@ def _replay_events(
     wall_start = time.monotonic()
     first_ts: int | None = None
     paused = False
-    for line in lines:
-        kind = line.type
-        if kind == "DECISION":
-            run.record(line)
-            continue
-        if kind == "SNAPSHOT":
-            run.check_snapshot(line)
-            continue
-        if kind == "HEADER":
-            raise ReplayError(f"{source}:{line.number}: a second HEADER")
-        if line.ts < result.snapshot_ts:
-            raise ReplayError(
-                f"{source}:{line.number}: {kind} at {format_ts(line.ts)} is before the "
-                f"snapshot at {format_ts(result.snapshot_ts)}"
-            )
-        if options.pause_at is not None and not paused and line.ts > options.pause_at:
-            run.settle()
-            paused = True
-            summary = _state_summary(run.core, run.stats)
-            if pause is None or not pause(summary):
-                result.paused_at = options.pause_at
-                result.pause_summary = summary
-                return
-        first_ts = line.ts if first_ts is None else first_ts
-        _pace(options.speed, first_ts, line.ts, wall_start)
-        run.inject_until(line.ts)
-        run.covers_round(line)
-        run.push(line)
+    try:
+        for line in lines:
+            kind = line.type
+            if kind == "DECISION":
+                run.record(line)
+                continue
+            if kind == "SNAPSHOT":
+                run.check_snapshot(line)
+                continue
+            if kind == "END":
+                continue  # read_lines checks that nothing follows it
+            if kind in ("HEADER", "RUN_TIME"):
+                what = "a second HEADER" if kind == "HEADER" else "a RUN_TIME line"
+                raise ReplayError(
+                    f"{source}:{line.number}: {what} (a recording holds none; RUN_TIME "
+                    "lines are an event file's, for --sim-alt-events)"
+                )
+            if line.ts < result.snapshot_ts:
+                raise ReplayError(
+                    f"{source}:{line.number}: {kind} at {format_ts(line.ts)} is before the "
+                    f"snapshot at {format_ts(result.snapshot_ts)}"
+                )
+            if options.pause_at is not None and not paused and line.ts > options.pause_at:
+                run.settle()
+                paused = True
+                summary = _state_summary(run.core, run.stats)
+                if pause is None or not pause(summary):
+                    result.paused_at = options.pause_at
+                    result.pause_summary = summary
+                    return
+            first_ts = line.ts if first_ts is None else first_ts
+            _pace(options.speed, first_ts, line.ts, wall_start)
+            run.push(line)
+    except IncompleteRecording as exc:
+        if not options.force:
+            raise ReplayError(f"{exc} (--force replays what it holds)") from None
+        result.incomplete = str(exc)
     run.settle()
-    run.inject_until(None)
 
 
 def replay(
@@ -503,51 +519,32 @@ def replay(
     *,
     registry: PluginRegistry | None = None,
     pause: Callable[[str], bool] | None = None,
+    progress: Callable[[int, int], None] | None = None,
 ) -> ReplayResult:
-    """Replay a recording (Req 10 AC 11-14).
+    """Replay a recording (Req 10 AC 11-13).
 
     Args:
         path: the recording (``.jsonl`` or ``.jsonl.gz``).
-        options: start point, pacing, pause, verification, what-if file.
+        options: start point, pacing, pause, verification.
         registry: plugins; default: the built-ins.
         pause: called with the state summary at ``options.pause_at``; returns True
             to go on. None (non-interactive): the replay stops there.
+        progress: called as ``progress(bytes read, file size)`` while reading.
 
     Raises:
         ReplayError: bad file (with its line number), no usable snapshot, version or
-            configuration mismatch (unless ``force``), time going backwards, an
-            alternative file starting before the snapshot.
+            configuration mismatch (unless ``force``), time going backwards, a
+            recording cut short (no END line, unless ``force``).
     """
     path = Path(path)
     started = time.perf_counter()
     try:
-        header, snapshot_line, _ = _find_snapshot(path, options.start_ts, options.force)
-        try:
-            snapshot = CoreSnapshot.model_validate(snapshot_line.data.get("data"))
-        except ValidationError as exc:
-            raise ReplayError(
-                f"{path}:{snapshot_line.number}: SNAPSHOT data.{describe(exc)}"
-            ) from None
-        result = ReplayResult(snapshot_line.number, snapshot_line.ts, RunStats())
-        if options.alt_events is None:
-            run = _Run(snapshot, path, registry, options.verify, tolerate_rejects=False)
-            _replay_events(
-                run, _events_after(path, snapshot_line.number), options, pause, result, path
-            )
-        else:
-            alt = Path(options.alt_events)
-            base = _Run(snapshot, path, registry, verify=False, tolerate_rejects=False)
-            _replay_events(
-                base, _events_after(path, snapshot_line.number), options, None, result, path
-            )
-            result.base = base.stats
-            run = _Run(snapshot, alt, registry, options.verify, tolerate_rejects=True)
-            run.retime = {
-                jobid: base.stats.ends[jobid] - start
-                for jobid, start in base.stats.starts.items()
-                if jobid in base.stats.ends
-            }
-            _replay_events(run, _alt_lines(alt, header, options.force), options, pause, result, alt)
+        start = find_snapshot(path, options.start_ts, options.force)
+        snapshot = load_start(path, start)
+        result = ReplayResult(start.line.number, start.line.ts, RunStats())
+        run = _Run(snapshot, path, registry, options.verify, tolerate_rejects=False)
+        lines = lines_after(path, start.line.number, require_end=True, progress=progress)
+        _replay_events(run, lines, options, pause, result, path)
     except SnapshotError as exc:
         raise ReplayError(f"{path}: {exc}") from None
     except RecordingError as exc:
@@ -557,32 +554,6 @@ def replay(
     result.mismatch_count = run.mismatch_count
     result.wall_s = time.perf_counter() - started
     return result
-
-
-def _alt_lines(path: Path, base: Header, force: bool) -> Iterator[Line]:
-    """The event and decision lines of an alternative-events file (its HEADER, if any,
-    checked; its snapshots ignored)."""
-    for line in read_lines(path):
-        if line.type == "HEADER":
-            if line.number == 1 and line.data.get("config_hash") != base.config_hash and not force:
-                raise ReplayError(
-                    f"{path}: its configuration hash differs from the base recording's "
-                    "(--force to replay anyway)"
-                )
-            continue
-        if line.type == "SNAPSHOT":
-            continue  # the what-if starts from the base file's snapshot
-        yield line  # events, and recorded decisions for --sim-verify
-
-
-def moved_jobs(base: RunStats, alt: RunStats) -> list[tuple[int, int | None, int | None]]:
-    """Jobs whose start differs between the runs: (jobid, base start, alt start), ns."""
-    jobids = sorted(set(base.starts) | set(alt.starts))
-    return [
-        (jobid, base.starts.get(jobid), alt.starts.get(jobid))
-        for jobid in jobids
-        if base.starts.get(jobid) != alt.starts.get(jobid)
-    ]
 
 
 def interactive_pause(summary: str) -> bool:
@@ -598,20 +569,18 @@ def interactive_pause(summary: str) -> bool:
 def as_dict(result: ReplayResult) -> dict[str, Any]:
     """A JSON-ready summary of a replay."""
     stats = result.stats
-    out: dict[str, Any] = {
+    mean = stats.mean_wait_s()
+    return {
         "snapshot_line": result.snapshot_line,
         "snapshot_ts": result.snapshot_ts,
         "events": stats.events,
         "decisions": dict(sorted(stats.decisions.items())),
         "rejected_events": stats.rejected_count,
         "mismatches": result.mismatch_count,
-        "mean_wait_s": round(stats.mean_wait_s(), 3),
+        "mean_wait_s": None if mean is None else round(mean, 3),
+        "complete": result.incomplete is None and result.paused_at is None,
         "wall_s": round(result.wall_s, 3),
     }
-    if result.base is not None:
-        out["base_mean_wait_s"] = round(result.base.mean_wait_s(), 3)
-        out["jobs_moved"] = len(moved_jobs(result.base, stats))
-    return out
 
 
 def explain_job(
@@ -634,28 +603,28 @@ def explain_job(
 
     Raises:
         ReplayError: as ``replay`` does for a bad file or start point; the job never
-            appears in the recording.
+            appears in the recording; the recording was cut short before that time
+            (no END line after it).
     """
     path = Path(path)
-    if at_offset_s is not None:
-        at_ts = _find_snapshot(path, None, force=True)[1].ts + at_offset_s * 1_000_000_000
     try:
-        _, snapshot_line, _ = _find_snapshot(path, at_ts, force=True)
-        snapshot = CoreSnapshot.model_validate(snapshot_line.data.get("data"))
-        run = _Run(snapshot, path, registry, verify=False, tolerate_rejects=True)
-        for line in _events_after(path, snapshot_line.number):
-            if line.type in ("DECISION", "SNAPSHOT"):
+        if at_offset_s is not None:
+            at_ts = find_snapshot(path, None, force=True).origin_ts + at_offset_s * NS
+        start = find_snapshot(path, at_ts, force=True)
+        run = _Run(load_start(path, start), path, registry, verify=False, tolerate_rejects=True)
+        for line in lines_after(path, start.line.number, require_end=True):
+            if line.type in ("DECISION", "SNAPSHOT", "END", "RUN_TIME"):
                 continue
             if at_ts is not None and line.ts > at_ts:
                 break
             run.push(line)
         run.settle()
+    except IncompleteRecording as exc:
+        raise ReplayError(f"{exc}: the state at that time is not known") from None
     except RecordingError as exc:
         raise ReplayError(str(exc)) from None
     except SnapshotError as exc:
         raise ReplayError(f"{path}: {exc}") from None
-    except ValidationError as exc:
-        raise ReplayError(f"{path}: SNAPSHOT data.{describe(exc)}") from None
     core = run.core
     now = core.last_ts if at_ts is None else at_ts
     when = format_ts(now)

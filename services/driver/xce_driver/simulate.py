@@ -205,7 +205,9 @@ def run_simulation(
         round_interval_s: rounds every this many seconds instead of at every change.
         registry: plugins; default: built-ins plus entry points.
         recording: when given, receives HEADER, a SNAPSHOT of the state once the
-            configuration and hosts are pushed, then every event and decision.
+            configuration and hosts are pushed, then every event and decision, and
+            the END line once the run is over (not when it stops on an error or
+            an interruption: the file is then incomplete, and replay says so).
         snapshot_interval: with a recording, a further SNAPSHOT every this many
             events (0: only the first; Req 10 AC 10).
         progress: called with the number of jobs done as it grows.
@@ -247,10 +249,12 @@ def run_simulation(
     )
     emulator.start()
     if recorder is not None:
-        recorder.start(core)
+        recorder.start(core, round_interval_s)
     started = time.perf_counter()
     records = emulator.run(progress)
     wall = time.perf_counter() - started
+    if recorder is not None:
+        recorder.finish(core)  # only a run that went to its end is a complete recording
     report = emulation_report(emulator, workload, source, policy, wall)
     return SimulationResult(report, records)
 

@@ -26,12 +26,14 @@ together in one MULTI/EXEC with the status: Redis holds whole events only.
 **Stop.** ``stop`` is answered at once (state ``stopping``); the recorder asks the
 core to stop (retried while the core does not answer, for at most ``stop_wait_s``),
 the core stops once it has handled every event the stream held then and publishes
-``END``; the recorder then exports the Redis stream to ``<recordings dir>/<name>``
+``END``, whose payload is the recording's ``END`` line; the recorder stores that
+line last and then exports the Redis stream to ``<recordings dir>/<name>``
 (the lines as they are; ``.gz``: compressed reproducibly) and deletes it. If ``END``
 does not come within ``stop_wait_s`` (the core is down), the recording ends at the
-last whole event read, and ``last_error`` says so. A recorder that finds a recording
-left unfinished by a crash asks the core to stop it and exports what Redis holds (a
-valid recording that ends early).
+last whole event read, without the ``END`` line, and ``last_error`` says so. A
+recorder that finds a recording left unfinished by a crash asks the core to stop it
+and exports what Redis holds (a recording that ends early, without ``END``: replay
+says it was cut short and replays it only with ``--force``).
 
 Recording changes nothing in scheduling (Req 10 AC 9): the core only reads its state
 to make the lines. The recorder imports only ``xce_schemas``, nats, redis,
@@ -134,7 +136,7 @@ START_ATTEMPTS = 3
 #: Wait between two NATS connection attempts, s.
 RECONNECT_WAIT_S = 0.2
 #: Event line types (every ``type`` but these three).
-_NOT_EVENTS = frozenset({"HEADER", "SNAPSHOT", "DECISION"})
+_NOT_EVENTS = frozenset({"HEADER", "SNAPSHOT", "DECISION", RECORD_END})
 
 
 class ConnectError(OSError):
@@ -746,6 +748,8 @@ class RecorderService:
                         session.group[0].seq,
                     )
                     session.group.clear()
+                if line.data:  # the END line: the exported file says it is complete
+                    session.ready.append(line)
                 continue
             session.group.append(line)
             if line.last:

@@ -871,13 +871,13 @@ class CoreService:
             run = self.record.state()
             if run is not None and run.id == doc.id:
                 if run.end_seq is None and doc.end_seq == seq:
-                    await self.record.end(seq)
+                    await self.record.end(self.core, seq)
                     await self._forced_checkpoint()
             elif doc.start_seq == seq:
                 await self._end_recording(seq, write=False)
                 await self.record.start(self.core, seq, doc)
                 if doc.end_seq == seq:
-                    await self.record.end(seq)
+                    await self.record.end(self.core, seq)
                 await self._forced_checkpoint()
         self.metrics.recording.set(int(self.record.on))
         await self._apply_commands()
@@ -941,7 +941,7 @@ class CoreService:
                 run.model_dump(exclude={"messages", "since_snapshot"}) | {"end_seq": seq}
             )
             await self._write_recording(doc)
-        await self.record.end(seq)
+        await self.record.end(self.core, seq)
         await self._forced_checkpoint()
 
     async def _write_recording(self, doc: CoreRecording) -> None:

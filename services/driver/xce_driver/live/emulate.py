@@ -96,7 +96,6 @@ from xce_schemas.controller import (
 )
 from xce_schemas.events import (
     ConfigPushPayload,
-    JobRequest,
     JobStateChangePayload,
     WorkersPushPayload,
 )
@@ -107,7 +106,7 @@ from xce_driver.emulator import (
     REJECT_QUEUE_CLOSED,
     JobRun,
     Workload,
-    job_priority,
+    job_request,
     refused_at_submission,
     rejected_by_controller,
 )
@@ -474,16 +473,7 @@ class LiveEmulator(Workload):
                 if refused_at_submission(queue):
                     self._reject(job.jobid, REJECT_QUEUE_CLOSED)
                     continue
-                requests.append(
-                    JobRequest(
-                        jobid=job.jobid,
-                        queue=job.queue,
-                        user=job.user,
-                        priority=job_priority(job, queue),
-                        tasks=job.tasks,
-                        resreq=job.resreq,
-                    )
-                )
+                requests.append(job_request(job, queue))
             if requests:
                 jobids = tuple(request.jobid for request in requests)
                 self._send("jobs", JobsSubmit(jobs=tuple(requests)).model_dump_json(), jobids)
@@ -526,6 +516,7 @@ class LiveEmulator(Workload):
     def _run(self, jobid: int, run: JobRun, now: int) -> None:
         """Let the job run from ``now`` (workload ns): a timer for its finish."""
         span_ns = run.run_from(now)
+        assert span_ns is not None  # a workload's job always has its run time
         loop = asyncio.get_running_loop()
         self._timers[jobid] = loop.call_later(span_ns / NS / self._speed, self._finish, jobid)
 

@@ -119,10 +119,21 @@ class LineBatch(RecordingWriter):
         self.pending.append((self._type, line))
         self.lines += 1
 
-    def header(self, config: SchedulerConfig, start_ts: int, start_wall: str | None = None) -> None:
+    def header(
+        self,
+        config: SchedulerConfig,
+        start_ts: int,
+        start_wall: str | None = None,
+        round_interval_s: int | None = None,
+    ) -> None:
         """See ``RecordingWriter.header``."""
         self._type = "HEADER"
-        super().header(config, start_ts, start_wall)
+        super().header(config, start_ts, start_wall, round_interval_s)
+
+    def end(self, ts: int) -> None:
+        """See ``RecordingWriter.end``."""
+        self._type = RECORD_END
+        super().end(ts)
 
     def snapshot(self, snapshot: CoreSnapshot) -> None:
         """See ``RecordingWriter.snapshot``."""
@@ -240,8 +251,10 @@ class RecordStream:
                 lines.snapshot(save_snapshot(core))
         await self._send(seq)
 
-    async def end(self, seq: int) -> None:
-        """End the recording after event ``seq``: the ``END`` message.
+    async def end(self, core: SchedCore, seq: int) -> None:
+        """End the recording after event ``seq``: the ``END`` message, whose payload is
+        the recording's ``END`` line at ``core``'s time (the recorder stores it, so
+        the exported file says it is complete).
 
         Raises:
             nats.errors.Error: publishing failed while the service stops.
@@ -249,7 +262,9 @@ class RecordStream:
         run = self._run
         if run is None or run.end_seq is not None:
             return
-        await self._message(run.id, seq, RECORD_END, b"", last=True)
+        self._lines.end(core.last_ts)
+        ((_, line),) = self._lines.take()
+        await self._message(run.id, seq, RECORD_END, line, last=True)
         self._run = run.model_copy(update={"end_seq": seq})
         log.info("recording %s ended at event seq %d", run.id, seq)
 
