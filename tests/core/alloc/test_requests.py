@@ -314,6 +314,54 @@ BAD_STRINGS = [
         " (a select expression goes in select[...]; separate rusage values with ':')",
     ),
     (
+        "an empty select section",
+        "select[]",
+        "bad resource requirement at position 0: select[...]: empty section (leave out select[]"
+        " if it asks for nothing) ('select[')",
+    ),
+    (
+        "a zero ptile",
+        "span[ptile=0]",
+        "bad resource requirement at position 11: span[ptile=...]: ptile must be at least 1,"
+        " not 0 ('0')",
+    ),
+    (
+        "zero hosts",
+        "span[hosts=0]",
+        "bad resource requirement at position 11: span[hosts=...]: hosts must be at least 1,"
+        " not 0 ('0')",
+    ),
+    (
+        "a negative rusage amount",
+        "rusage[mem=-2]",
+        "bad resource requirement at position 11: rusage[mem=...]: negative value (an amount"
+        " reserved is 0 or more) ('-2')",
+    ),
+    (
+        "an empty rusage value",
+        "rusage[mem=]",
+        "bad resource requirement at position 11: rusage[mem=...]: no value after '=' (']')",
+    ),
+    (
+        "a section given twice",
+        "select[a] select[b]",
+        "bad resource requirement at position 10: select[...]: given twice (join the conditions"
+        " in one select[...] with &&) ('select[')",
+    ),
+    (
+        "a unit LSF does not know",
+        "select[mem>1Q]",
+        "bad resource requirement at position 11: select[...]: bad number '1Q' (units: K M G T"
+        " P E Z, B optional)",
+    ),
+    (
+        "an unknown section",
+        "foo[a]",
+        "bad resource requirement at position 3: foo[...]: not a section (the sections are"
+        " select[...], order[...], rusage[...], span[...], same[...], cu[...], affinity[...])"
+        " ('[')",
+    ),
+    (
         "a compound part outside the braces",
         "2*{-} order[ut]",
         "bad resource requirement at position 6: compound: 'order[' outside the braces"

@@ -7,6 +7,7 @@ import os
 import re
 import subprocess
 import sys
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -1672,6 +1673,31 @@ def test_bad_request_names_its_place_and_problem(
         token=token,
         message=f"bad resource requirement at position {position}: {place}: {problem}",
     )
+
+
+def documented_bad_strings() -> list[tuple[str, str]]:
+    """(string, detail) rows of the example table in docs/resreq.md "Bad strings"."""
+    doc = (Path(__file__).resolve().parents[3] / "docs" / "resreq.md").read_text()
+    section = doc.split("## Bad strings", 1)[1].split("\n## ", 1)[0]
+    rows = []
+    for line in section.splitlines():
+        cells = re.findall(r"\| `((?:[^`]|\\\|)+)` ", line + " ")
+        if len(cells) == 2:
+            rows.append((cells[0].replace("\\|", "|"), cells[1].replace("\\|", "|")))
+    return rows
+
+
+@pytest.mark.parametrize(
+    ("text", "detail"), documented_bad_strings(), ids=[t for t, _ in documented_bad_strings()]
+)
+def test_the_documented_bad_strings_give_the_documented_details(text: str, detail: str) -> None:
+    result = parse_resreq(text)
+    assert isinstance(result, ResreqError)
+    assert result.message == f"bad resource requirement at position {result.position}: {detail}"
+
+
+def test_the_documentation_shows_bad_strings() -> None:
+    assert len(documented_bad_strings()) >= 20
 
 
 def test_text_longer_than_the_limit() -> None:
