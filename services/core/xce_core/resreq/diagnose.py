@@ -75,8 +75,11 @@ def _operand_end(token: str) -> bool:
     return token == ")" or _kind(token) in ("word", "num", "str")
 
 
-def _is_unit(word: str) -> bool:
-    return word.lower() in MEMORY_UNITS and word != ""
+def _unit_apart(token: str, prev: str) -> str:
+    """The guess for a unit written apart from its number (``20 MB``), else ''."""
+    if _kind(token) == "word" and token.lower() in MEMORY_UNITS and _kind(prev) == "num":
+        return f"{_q(token)} after {_q(prev)}: write the unit next to the number ({prev}{token})"
+    return ""
 
 
 @dataclass(slots=True)
@@ -223,14 +226,19 @@ def _not_a_section(word: str) -> tuple[str, str]:
     return f"{word}[...]", f"not a section ({hint})"
 
 
+def _q(token: str) -> str:
+    """``token`` quoted for a message: a quoted string as written, anything else as repr."""
+    return token if _kind(token) == "str" and token.endswith("'") else repr(token)
+
+
 def _what(token: str) -> str:
     if not token:
         return "the end of the text"
-    return f"a string ({token})" if _kind(token) == "str" else repr(token)
+    return f"a string ({token})" if _kind(token) == "str" else _q(token)
 
 
 def _unexpected(token: str, expected: str = "") -> str:
-    said = f"unexpected {token!r}" if token else "unexpected end of text"
+    said = f"unexpected {_q(token)}" if token else "unexpected end of text"
     return said + (f" ({expected})" if expected else "")
 
 
@@ -261,27 +269,27 @@ def _guess_select(token: str, prev: str, before: str, after: str) -> str:
         if prev == "(":
             return f"{_unexpected(token)} after '(' ({_ANY_VALUE})"
         if prev in _BINARY or prev == "!":
-            return f"nothing after {prev!r} ({_ANY_VALUE})"
+            return f"nothing after {_q(prev)} ({_ANY_VALUE})"
         if token in _BINARY:
-            return f"{token!r} has nothing before it ({_ANY_VALUE})"
+            return f"{_q(token)} has nothing before it ({_ANY_VALUE})"
     if (kind in ("word", "num", "str") or token in ("(", "!")) and _operand_end(prev):
-        if kind == "word" and _is_unit(token) and _kind(prev) == "num":
-            return f"{token!r} after {prev!r}: write the unit next to the number ({prev}{token})"
+        if _unit_apart(token, prev):
+            return _unit_apart(token, prev)
         return (
-            f"{token!r} follows {prev!r} without an operator (join conditions with && or ||;"
+            f"{_q(token)} follows {_q(prev)} without an operator (join conditions with && or ||;"
             " compare with == != < <= > >=)"
         )
     if token in (":", ","):
-        return f"{token!r} is not an operator in select (join conditions with && or ||)"
+        return f"{_q(token)} is not an operator in select (join conditions with && or ||)"
     return _unexpected(token)
 
 
 def _guess_rusage(token: str, item: list[str], prev: str, after: str) -> str:
     if not item:
         if token in ("]", ""):
-            return f"nothing after {prev!r} (expected res=value)"
+            return f"nothing after {_q(prev)} (expected res=value)"
         if _kind(token) == "num":
-            return f"{token!r} has no resource name (write res={token})"
+            return f"{_q(token)} has no resource name (write res={token})"
         return _unexpected(token, "expected res=value")
     name = item[0]
     if len(item) == 1:
@@ -289,28 +297,28 @@ def _guess_rusage(token: str, item: list[str], prev: str, after: str) -> str:
             return f"write {name}=value, with one '='"
         if token in _NOT_IN_LISTS:
             return (
-                f"{token!r} is not allowed in rusage (a reservation is {name}=value;"
+                f"{_q(token)} is not allowed in rusage (a reservation is {name}=value;"
                 " a condition goes in select[...])"
             )
         if _kind(token) == "num":
-            return f"{token!r} after {name!r}: write {name}={token}"
+            return f"{_q(token)} after {_q(name)}: write {name}={token}"
         if token in ("]", "", ":", ",", "||"):
-            return f"{name!r} has no value (write {name}=value)"
-        return f"{_unexpected(token)} ({name!r} has no value: write {name}=value)"
+            return f"{_q(name)} has no value (write {name}=value)"
+        return f"{_unexpected(token)} ({_q(name)} has no value: write {name}=value)"
     if len(item) == 2 or item[1:] == ["=", "-"]:
         if token in ("]", "", ":", ",", "||"):
-            return f"no value after {prev!r}"
+            return f"no value after {_q(prev)}"
         if token == "=" and prev in ("=", "=="):
             return f"write {name}=value, with one '='"
         return (
             f"{_what(token)} is not a number (a rusage value is a number, optionally with a"
             " unit such as MB)"
         )
-    if _kind(token) == "word" and _is_unit(token) and _kind(prev) == "num":
-        return f"{token!r} after {prev!r}: write the unit next to the number ({prev}{token})"
+    if _unit_apart(token, prev):
+        return _unit_apart(token, prev)
     if token in _NOT_IN_LISTS or token == "=":
         return (
-            f"{token!r} is not allowed in rusage (a select expression goes in select[...];"
+            f"{_q(token)} is not allowed in rusage (a select expression goes in select[...];"
             " separate rusage values with ':')"
         )
     return _unexpected(token, "separate rusage values with ':'")
@@ -321,16 +329,16 @@ def _guess_list(section: str, token: str, item: list[str], prev: str) -> str:
     example = "order[-mem:ut]" if section == "order" else "same[type:model]"
     if not item or item == ["-"]:
         if token in ("]", ""):
-            return f"nothing after {prev!r} (expected a resource name)"
+            return f"nothing after {_q(prev)} (expected a resource name)"
         if token == "-" and section == "order":
             return "one '-' reverses a key; '--' is not allowed"
         if _kind(token) == "num":
-            return f"{token!r} is not a resource name"
+            return f"{_q(token)} is not a resource name"
         return _unexpected(token, "expected a resource name")
     if token in _NOT_IN_LISTS or token in ("=", "-"):
         what = "resources to sort by" if section == "order" else "resource names"
         return (
-            f"{token!r} is not allowed in {section} ({section}[] lists {what}, e.g. {example};"
+            f"{_q(token)} is not allowed in {section} ({section}[] lists {what}, e.g. {example};"
             " a condition goes in select[...])"
         )
     if token == "," or _kind(token) == "word":
@@ -341,26 +349,28 @@ def _guess_list(section: str, token: str, item: list[str], prev: str) -> str:
 def _guess_span(token: str, item: list[str], prev: str) -> str:
     if not item:
         if token in ("]", ""):
-            return f"nothing after {prev!r} (expected hosts=N or ptile=N)"
+            return f"nothing after {_q(prev)} (expected hosts=N or ptile=N)"
         if _kind(token) == "num":
-            return f"{token!r} has no keyword (write ptile={token} or hosts={token})"
+            return f"{_q(token)} has no keyword (write ptile={token} or hosts={token})"
         return _unexpected(token, "expected hosts=N or ptile=N")
     name = item[0]
     if len(item) == 1:
         if token == "==":
             return f"write {name}=N, with one '='"
         if _kind(token) == "num":
-            return f"{token!r} after {name!r}: write {name}={token}"
+            return f"{_q(token)} after {_q(name)}: write {name}={token}"
     elif len(item) == 2 or item[1:] == ["=", "-"]:
         if token in ("]", "", ":", ","):
-            return f"no value after {prev!r}"
+            return f"no value after {_q(prev)}"
         if token == "=" and prev in ("=", "=="):
             return f"write {name}=N, with one '='"
         return f"{_what(token)} is not a whole number"
     if token == "," or _kind(token) == "word":
         return f"{_unexpected(token)} (join span keywords with ':', e.g. span[hosts=2:ptile=4])"
     if token in _NOT_IN_LISTS:
-        return f"{token!r} is not allowed in span (span[] takes hosts=N and ptile=N, joined by ':')"
+        return (
+            f"{_q(token)} is not allowed in span (span[] takes hosts=N and ptile=N, joined by ':')"
+        )
     return _unexpected(token)
 
 
@@ -375,7 +385,7 @@ def _guess_level(frame: _Frame, token: str, prev: str) -> tuple[str, str] | None
         if kind == "open":
             return (
                 "compound",
-                f"{token!r} outside the braces (a part's sections go inside its {{...}})",
+                f"{_q(token)} outside the braces (a part's sections go inside its {{...}})",
             )
         if prev == "+":
             return "compound", f"{_unexpected(token)} after '+' (expected a part n*{{...}})"
@@ -411,7 +421,7 @@ def _guess_level(frame: _Frame, token: str, prev: str) -> tuple[str, str] | None
         return place, "'&&' between sections (join conditions inside one select[...])"
     if kind in ("word", "num", "str") or token in ("(", "!", "-"):
         return place, (
-            f"{token!r}: a select expression without its keyword must come first"
+            f"{_q(token)}: a select expression without its keyword must come first"
             " (or write select[...])"
         )
     return place, _unexpected(token)
@@ -444,7 +454,7 @@ def describe_unexpected(text: str, position: int, token: str) -> tuple[str, str]
     if token == '"':
         return place, "a string is quoted with single quotes ('...')"
     if _kind(token) == "other":
-        return place, f"unexpected character {token!r}" + (
+        return place, f"unexpected character {_q(token)}" + (
             " (names are ASCII letters, digits, '_' and '.')" if token.isalpha() else ""
         )
     if frame.kind in ("cu", "affinity"):
