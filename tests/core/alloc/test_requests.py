@@ -6,11 +6,15 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
 from xce_core.errors import EventError
+from xce_core.resreq.model import ResreqError
+from xce_core.resreq.parser import parse_resreq
 from xce_core.snapshot import save_snapshot
 from xce_schemas import Dispatch, JobState, Pend
 
 from tests.builders import NS, ClusterBuilder, Scenario, cluster, job_spec
+from tests.core.resreq.test_parser import ANY_TEXT
 
 
 def shares(sc: Scenario, jobid: int) -> list[tuple[str, int]]:
@@ -275,6 +279,125 @@ def test_a_request_that_does_not_parse_pends_naming_position_and_token() -> None
     assert sc.round(1) == [("PEND", 1, "BAD_RESREQ"), ("DISPATCH", 2, ("h1",))]
     detail = pend_of(sc, 1).reason.detail
     assert "position" in detail and "&" in detail
+
+
+BAD_STRINGS = [
+    # (id, resreq, the pending reason's detail)
+    (
+        "an empty string literal, which would match every host",
+        "select[hname!='']",
+        "bad resource requirement at position 14: select[...]: empty string (no host has an"
+        " empty value; to ask whether a host has a resource, use defined(res)) (\"''\")",
+    ),
+    (
+        "an empty string literal, which would match no host",
+        "select[hname=='']",
+        "bad resource requirement at position 14: select[...]: empty string (no host has an"
+        " empty value; to ask whether a host has a resource, use defined(res)) (\"''\")",
+    ),
+    (
+        "an rusage value that is a word",
+        "rusage[mem=abc]",
+        "bad resource requirement at position 11: rusage[mem=...]: 'abc' is not a number"
+        " (a rusage value is a number, optionally with a unit such as MB)",
+    ),
+    (
+        "rusage written with =[",
+        "rusage=[mem=20MB]",
+        "bad resource requirement at position 6: rusage[...]: a section is written"
+        " rusage[...], without '=' before '['",
+    ),
+    (
+        "a select expression inside rusage",
+        "rusage[mem=7000 && hname!='h3']",
+        "bad resource requirement at position 16: rusage[...]: '&&' is not allowed in rusage"
+        " (a select expression goes in select[...]; separate rusage values with ':')",
+    ),
+    (
+        "an empty select section",
+        "select[]",
+        "bad resource requirement at position 0: select[...]: empty section (leave out select[]"
+        " if it asks for nothing) ('select[')",
+    ),
+    (
+        "a zero ptile",
+        "span[ptile=0]",
+        "bad resource requirement at position 11: span[ptile=...]: ptile must be at least 1,"
+        " not 0 ('0')",
+    ),
+    (
+        "zero hosts",
+        "span[hosts=0]",
+        "bad resource requirement at position 11: span[hosts=...]: hosts must be at least 1,"
+        " not 0 ('0')",
+    ),
+    (
+        "a negative rusage amount",
+        "rusage[mem=-2]",
+        "bad resource requirement at position 11: rusage[mem=...]: negative value (an amount"
+        " reserved is 0 or more) ('-2')",
+    ),
+    (
+        "an empty rusage value",
+        "rusage[mem=]",
+        "bad resource requirement at position 11: rusage[mem=...]: no value after '=' (']')",
+    ),
+    (
+        "a section given twice",
+        "select[a] select[b]",
+        "bad resource requirement at position 10: select[...]: given twice (join the conditions"
+        " in one select[...] with &&) ('select[')",
+    ),
+    (
+        "a unit LSF does not know",
+        "select[mem>1Q]",
+        "bad resource requirement at position 11: select[...]: bad number '1Q' (units: K M G T"
+        " P E Z, B optional)",
+    ),
+    (
+        "an unknown section",
+        "foo[a]",
+        "bad resource requirement at position 3: foo[...]: not a section (the sections are"
+        " select[...], order[...], rusage[...], span[...], same[...], cu[...], affinity[...])"
+        " ('[')",
+    ),
+    (
+        "a compound part outside the braces",
+        "2*{-} order[ut]",
+        "bad resource requirement at position 6: compound: 'order[' outside the braces"
+        " (a part's sections go inside its {...})",
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    ("resreq", "detail"), [c[1:] for c in BAD_STRINGS], ids=[c[0] for c in BAD_STRINGS]
+)
+def test_a_bad_string_pends_naming_its_place_and_problem(resreq: str, detail: str) -> None:
+    sc = eight_by_four().job(1, resreq=resreq).job(2).build()
+    assert sc.round(1) == [("PEND", 1, "BAD_RESREQ"), ("DISPATCH", 2, ("h1",))]
+    assert pend_of(sc, 1).reason.detail == detail
+
+
+@settings(max_examples=300, deadline=None)
+@given(ANY_TEXT)
+def test_any_request_string_is_decided_without_a_crash(resreq: str) -> None:
+    # DESIGN invariant 5: whatever the string, the job is dispatched or pends with a
+    # reason; a refused string pends BAD_RESREQ with the parser's message.
+    sc = eight_by_four().job(1, tasks=2, resreq=resreq).job(2).build()
+    decided = [(kind, jobid) for kind, jobid, _ in sc.round(1)]
+    assert decided in ([("DISPATCH", 1), ("DISPATCH", 2)], [("PEND", 1), ("DISPATCH", 2)])
+    parsed = parse_resreq(resreq)
+    if isinstance(parsed, ResreqError):
+        reason = pend_of(sc, 1).reason
+        assert reason.main.value == "BAD_RESREQ"
+        assert reason.detail is not None and reason.detail.startswith(parsed.message)
+
+
+def test_zettabytes_are_a_unit() -> None:
+    # LSF's bsub -R lists ZB (or Z) with KB ... EB; a host's maxmem is below 1 ZB.
+    sc = eight_by_four().job(1, resreq="select[maxmem < 1ZB]").build()
+    assert sc.round(1) == [("DISPATCH", 1, ("h1",))]
 
 
 def test_compound_allocates_every_part_with_one_from() -> None:

@@ -12,13 +12,36 @@ Nothing mutates a request once made; equal requests compare equal and hash alike
 the core shares one object per distinct request (identity first, then value).
 
 Select expressions are trees of the ``Node`` classes below. Units are normalised at
-parse time: memory amounts (``KB``, ``MB``, ``GB``, ``TB``, ``PB``, ``EB``) become MB.
+parse time: memory amounts (``KB``, ``MB``, ``GB``, ``TB``, ``PB``, ``EB``, ``ZB``, or
+their first letter, in any case; ``MEMORY_UNITS``) become MB.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 from enum import StrEnum
+from typing import Final
+
+#: Unit suffix of a number (lower case; '' for none) -> factor to MB. The units are the
+#: ones LSF documents for -R strings: KB or K, MB or M, GB or G, TB or T, PB or P, EB or
+#: E, ZB or Z (bsub -R, reference/lsf-resreq.md L55). A number without unit is MB.
+MEMORY_UNITS: Final[dict[str, float]] = {
+    "": 1.0,
+    "k": 1 / 1024,
+    "kb": 1 / 1024,
+    "m": 1.0,
+    "mb": 1.0,
+    "g": 1024.0,
+    "gb": 1024.0,
+    "t": 1024.0**2,
+    "tb": 1024.0**2,
+    "p": 1024.0**3,
+    "pb": 1024.0**3,
+    "e": 1024.0**4,
+    "eb": 1024.0**4,
+    "z": 1024.0**5,
+    "zb": 1024.0**5,
+}
 
 # --- select expressions ----------------------------------------------------------------
 

@@ -3,9 +3,13 @@
 ``parse_resreq(text)`` is the one entry point. It never raises: any ``str`` gives either a
 ``Primary`` / ``Compound`` / ``Alter`` (``xce_core.resreq.model``) or a ``ResreqError``
 whose ``position`` is the 0-based offset of the offending token, ``token`` that token as
-written ('' at the end of the text), and ``message`` one line such as
-``bad resource requirement at position 17: unexpected '&&'`` (DESIGN invariant 5: a
-malformed request pends the job with a clear reason, it never crashes the core).
+written ('' at the end of the text), and ``message`` one line that names the place
+(the section, and the resource of an rusage or span item without its value) and the
+problem, with a guess at what was meant where the grammar allows, such as
+``bad resource requirement at position 16: rusage[...]: '&&' is not allowed in rusage
+(a select expression goes in select[...]; separate rusage values with ':')``
+(``xce_core.resreq.diagnose`` words it; DESIGN invariant 5: a malformed request pends
+the job with a clear reason, it never crashes the core).
 
 The grammar (``GRAMMAR`` below) is an LALR(1) lark grammar. Bracket depth decides what a
 token means, so ``||`` is an alternative between ``{...}`` at the top, a logical OR inside
@@ -32,8 +36,9 @@ Values
 ======
 
 * Numbers: ``12``, ``1.5``, ``.5``, ``2e3``, with an optional unit K/KB, M/MB, G/GB,
-  T/TB, P/PB, E/EB (any case) that is converted to MB (1 GB = 1024 MB, 1 KB = 1/1024 MB;
-  a number without unit is taken as it is, i.e. MB for memory). A number that is not
+  T/TB, P/PB, E/EB, Z/ZB (any case; LSF's list, ``model.MEMORY_UNITS``) that is
+  converted to MB (1 GB = 1024 MB, 1 KB = 1/1024 MB; a number without unit is taken as
+  it is, i.e. MB for memory). A number that is not
   finite or whose magnitude exceeds 2**63 after conversion is a VALUE error "number out
   of range"; ``mem>50E`` is valid (50 EB = 54,975,581,388,800 MB). ``1e5`` is an
   exponent; ``1e`` and ``1E`` are exabytes. Any other letters after a number
@@ -41,11 +46,12 @@ Values
 * select: ``|| && ! == != < <= > >= + - * /`` with C precedence (``||`` lowest, then
   ``&&``, ``== !=``, ``< <= > >=``, ``+ -``, ``* /``, unary ``! -``; binary operators are
   left-associative), parentheses, numbers, single-quoted strings (``'host06-x12'``; no
-  escapes, a string cannot hold ``'``), bare words (``Name``: a resource, or a string
-  value when the host has no such resource, see ``xce_core.resreq.select``) and
-  ``defined(res)``. A bare ``=`` is a SYNTAX error. Aliases ``swap->swp``, ``idle->it``,
-  ``login->ls``, ``cpu->r1m`` are applied to every resource name (select names,
-  ``defined()``, order, rusage and same keys).
+  escapes, a string cannot hold ``'``; the empty string ``''`` is a VALUE error, as in
+  LSF: no host has an empty value, so ``hname!=''`` would match every host), bare words
+  (``Name``: a resource, or a string value when the host has no such resource, see
+  ``xce_core.resreq.select``) and ``defined(res)``. A bare ``=`` is a SYNTAX error.
+  Aliases ``swap->swp``, ``idle->it``, ``login->ls``, ``cpu->r1m`` are applied to every
+  resource name (select names, ``defined()``, order, rusage and same keys).
 * order: ``order[[-]res[:[-]res]...]`` -> ``OrderKey(resource, descending)``, leftmost
   most significant. A plain key sorts best first by LSF's default direction for the
   resource (the ``lsinfo`` ORDER column); ``-`` flips it. The table:
@@ -91,7 +97,9 @@ written), a section given twice (at the second), a bad number, an unknown functi
 span keyword, a text longer than ``MAX_TEXT`` characters (position ``MAX_TEXT``) or
 whose canonical text would be (position 0, so that every accepted text round-trips), or
 an expression nested deeper than ``MAX_DEPTH``. VALUE: it parses but a number or a
-combination is not allowed (see above). The error's ``token`` is always
+combination is not allowed (see above). Every message but the whole-text ones (too
+long) names its place; the places and the guesses are listed in
+``xce_core.resreq.diagnose`` and docs/resreq.md. The error's ``token`` is always
 ``text[position:position + len(token)]``. When a text has several problems the report
 is: an unbalanced bracket first, else the first grammar error, else the first other
 problem met while parsing left to right (section repeats are found when their simple
@@ -114,6 +122,7 @@ seeds: the tables decide by equality and evict in insertion order.
 
 from __future__ import annotations
 
+import difflib
 import functools
 import math
 import re
@@ -123,8 +132,10 @@ from typing import Any, Final, TypeVar, cast
 from lark import Lark, Token, Transformer
 from lark.exceptions import UnexpectedCharacters, UnexpectedInput, UnexpectedToken
 
+from xce_core.resreq.diagnose import SECTIONS, describe_unexpected, place_at
 from xce_core.resreq.model import (
     EMPTY,
+    MEMORY_UNITS,
     Alter,
     Binary,
     Compound,
@@ -180,22 +191,6 @@ CACHE_MAX: Final = 1 << 16
 #: Largest magnitude of a number after unit conversion.
 _LIMIT: Final = float(2**63)
 
-#: Unit suffix (lower case) -> factor to MB.
-_UNITS: Final[dict[str, float]] = {
-    "": 1.0,
-    "k": 1 / 1024,
-    "kb": 1 / 1024,
-    "m": 1.0,
-    "mb": 1.0,
-    "g": 1024.0,
-    "gb": 1024.0,
-    "t": 1024.0**2,
-    "tb": 1024.0**2,
-    "p": 1024.0**3,
-    "pb": 1024.0**3,
-    "e": 1024.0**4,
-    "eb": 1024.0**4,
-}
 #: Duration suffix -> seconds.
 _DURATION_UNITS: Final[dict[str, int]] = {"": 60, "s": 1, "m": 60, "h": 3600}
 
@@ -275,17 +270,31 @@ RSQB: "]"
 
 
 class _Refusal(Exception):
-    """A problem at ``text[start:end]`` (becomes a ``ResreqError``; the token is that slice)."""
+    """A problem at ``text[start:end]`` (becomes a ``ResreqError``; the token is that slice).
 
-    def __init__(self, kind: ResreqErrorKind, start: int, end: int, detail: str) -> None:
+    ``place`` names where it is (``xce_core.resreq.diagnose``); None: worked out from
+    the position when the message is made, an opener there counting as entered.
+    """
+
+    def __init__(
+        self,
+        kind: ResreqErrorKind,
+        start: int,
+        end: int,
+        detail: str,
+        place: str | None = None,
+    ) -> None:
         super().__init__(detail)
         self.kind = kind
         self.start = start
         self.end = end
         self.detail = detail
+        self.place = place
 
     def error(self, text: str) -> ResreqError:
-        return _error(self.kind, self.start, text[self.start : self.end], self.detail)
+        place = self.place if self.place is not None else place_at(text, self.start)
+        token = text[self.start : self.end]
+        return _error(self.kind, self.start, token, f"{place}: {self.detail}")
 
 
 def _error(kind: ResreqErrorKind, position: int, token: str, detail: str) -> ResreqError:
@@ -339,43 +348,54 @@ def _bracket_problem(text: str) -> _Refusal | None:
     """The first bracket problem in ``text`` (quoted strings skipped), or None."""
     stack: list[tuple[str, int]] = []
     i, n = 0, len(text)
-    while i < n:
+    problem: _Refusal | None = None
+    while i < n and problem is None:
         ch = text[i]
         if ch == "'":
             end = text.find("'", i + 1)
             if end < 0:
-                return _syntax(i, n, "unterminated quoted string")
-            i = end + 1
+                problem = _syntax(i, n, "unterminated quoted string")
+            i = n if end < 0 else end + 1
             continue
         if ch in "([{":
             stack.append((ch, i))
         elif ch in ")]}":
             if not stack:
-                return _syntax(i, i + 1, f"unmatched {ch!r}")
-            opener, at = stack.pop()
-            if _CLOSER[opener] != ch:
-                return _syntax(i, i + 1, f"{ch!r} does not close {opener!r} at position {at}")
+                problem = _syntax(i, i + 1, f"unmatched {ch!r}")
+            else:
+                opener, at = stack.pop()
+                if _CLOSER[opener] != ch:
+                    problem = _syntax(
+                        i, i + 1, f"{ch!r} does not close {opener!r} at position {at}"
+                    )
         i += 1
-    if stack:
+    if problem is None and stack:
         opener, at = stack[-1]
-        return _syntax(at, at + 1, f"{opener!r} is never closed")
-    return None
+        problem = _syntax(at, at + 1, f"{opener!r} is never closed")
+    if problem is not None:
+        problem.place = _bracket_place(text, problem.start)
+    return problem
+
+
+def _bracket_place(text: str, at: int) -> str:
+    """Where a bracket problem at ``at`` is: a brace opens a compound part (``n*{``) or
+    an alternative; any other bracket is placed by reading the text up to it."""
+    if text[at] == "{":
+        return "compound" if text[:at].rstrip().endswith("*") else "alternatives"
+    return place_at(text, at, inclusive=False)
 
 
 def _grammar_problem(text: str, exc: UnexpectedInput) -> _Refusal:
-    """The ``_Refusal`` for a lark grammar error (SYNTAX)."""
-    if isinstance(exc, UnexpectedToken):
-        tok = exc.token
-        if tok.type == "$END":
-            return _syntax(len(text), len(text), "unexpected end of text")
-        if tok.type == "EQ" and "EQ_OP" in exc.expected:
-            return _syntax_at(tok, "unexpected '=' (compare with '==')")
-        return _syntax_at(tok, f"unexpected {str(tok)!r}")
-    if isinstance(exc, UnexpectedCharacters):
+    """The ``_Refusal`` for a lark grammar error (SYNTAX), worded by
+    ``xce_core.resreq.diagnose`` from the place and the tokens around it."""
+    at, end = len(text), len(text)  # the end of the text (UnexpectedEOF, or $END)
+    if isinstance(exc, UnexpectedToken) and exc.token.type != "$END":
+        at, end = _at(exc.token), _end(exc.token)
+    elif isinstance(exc, UnexpectedCharacters):
         at = exc.pos_in_stream if exc.pos_in_stream is not None else len(text)
-        token = _token_at(text, at)
-        return _syntax(at, at + len(token), f"unexpected {token!r}")
-    return _syntax(len(text), len(text), "unexpected end of text")  # UnexpectedEOF
+        end = at + len(_token_at(text, at))
+    place, detail = describe_unexpected(text, at, text[at:end])
+    return _Refusal(ResreqErrorKind.SYNTAX, at, end, detail, place)
 
 
 # --- numbers -------------------------------------------------------------------------
@@ -388,9 +408,9 @@ def _number(tok: Token) -> float:
     """A number token in MB (units converted), checked finite and within 2**63."""
     text = str(tok)
     match = _NUMBER.fullmatch(text)
-    factor = _UNITS.get(match.group(2).lower()) if match else None
+    factor = MEMORY_UNITS.get(match.group(2).lower()) if match else None
     if match is None or factor is None:
-        raise _syntax_at(tok, f"bad number {text!r} (units: K M G T P E, B optional)")
+        raise _syntax_at(tok, f"bad number {text!r} (units: K M G T P E Z, B optional)")
     value = float(match.group(1)) * factor
     if not math.isfinite(value) or abs(value) > _LIMIT:
         raise _value_at(tok, f"number out of range {text!r}")
@@ -630,7 +650,7 @@ def _order(keys: list[tuple[str, bool, Token]]) -> tuple[OrderKey, ...]:
     out = []
     for resource, descending, tok in keys:
         if resource in seen:
-            raise _value_at(tok, f"{resource!r} given twice in order[]")
+            raise _value_at(tok, f"{resource!r} given twice")
         seen.add(resource)
         out.append(OrderKey(resource, descending))
     return tuple(out)
@@ -647,7 +667,7 @@ def _rusage(opener: Token, phase: list[_RawUsage]) -> tuple[Usage, ...]:
     for key, minus, number in phase:
         resource = _name(key)
         if resource in seen:
-            raise _value_at(key, f"{resource!r} given twice in rusage[]")
+            raise _value_at(key, f"{resource!r} given twice")
         seen.add(resource)
         if resource == "duration":
             if minus is not None:
@@ -659,10 +679,10 @@ def _rusage(opener: Token, phase: list[_RawUsage]) -> tuple[Usage, ...]:
             decay = key if str(number) == "1" else None
         else:
             if minus is not None:
-                raise _value_at(minus, f"negative rusage value for {resource!r}", number)
+                raise _value_at(minus, "negative value (an amount reserved is 0 or more)", number)
             amounts.append((resource, _number(number)))
     if not amounts:
-        raise _value_at(opener, "rusage[] names no resource")
+        raise _value_at(opener, "no resource to reserve (duration and decay go with res=value)")
     if decay is not None and duration is None:
         raise _value_at(decay, "decay=1 needs a duration")
     return tuple(Usage(r, v, duration, decay is not None) for r, v in amounts)
@@ -678,16 +698,18 @@ def _span(items: list[_RawSpan]) -> Span:
     for key, value in items:
         word = str(key)
         if word in seen:
-            raise _value_at(key, f"{word!r} given twice in span[]")
+            raise _value_at(key, f"{word!r} given twice")
         if word in ("block", "stripe"):
-            raise _value_at(key, f"span[{word}] is not supported")
+            raise _value_at(key, f"{word} is not supported")
         if word not in ("hosts", "ptile"):
-            raise _syntax_at(key, f"unknown span keyword {word!r}")
+            close = difflib.get_close_matches(word, ("hosts", "ptile"), n=1)
+            hint = f"; did you mean {close[0]}?" if close else ""
+            raise _syntax_at(key, f"unknown keyword {word!r} (span takes hosts=N, ptile=N{hint})")
         seen.add(word)
         if value is None:
-            raise _syntax_at(key, f"span {word} needs '=N'")
+            raise _syntax_at(key, f"{word} needs a value ({word}=N)")
         if value[0].type == "STRING":
-            raise _value_at(value[0], f"span[{word}={value[0]}] is not supported", value[-1])
+            raise _value_at(value[0], f"{word}={value[0]} is not supported", value[-1])
         if word == "hosts":
             if value[0].type == "MINUS":
                 number = value[1]
@@ -701,7 +723,10 @@ def _span(items: list[_RawSpan]) -> Span:
                 raise _value_at(value[0], "ptile must be at least 1", value[1])
             ptile = _count(str(value[0]), _at(value[0]), "ptile")
         if hosts is not None and ptile is not None and hosts in (1, -1):
-            raise _value_at(key, f"span hosts={hosts} conflicts with ptile={ptile}")
+            why = "puts every task on one host" if hosts == 1 else "cancels the span"
+            raise _value_at(
+                key, f"hosts={hosts} conflicts with ptile={ptile} (hosts={hosts} {why})"
+            )
     return Span(hosts=None if hosts == -1 else hosts, ptile=ptile)
 
 
@@ -711,7 +736,7 @@ def _same(names: list[Token]) -> tuple[str, ...]:
     for tok in names:
         resource = _name(tok)
         if resource in seen:
-            raise _value_at(tok, f"{resource!r} given twice in same[]")
+            raise _value_at(tok, f"{resource!r} given twice")
         seen.add(resource)
         out.append(resource)
     return tuple(out)
@@ -720,14 +745,24 @@ def _same(names: list[Token]) -> tuple[str, ...]:
 def _empty_section(opener: Token) -> _Refusal:
     """An empty section: SYNTAX at its keyword, the token being ``keyword[`` as written."""
     keyword = str(opener).split("[")[0].rstrip()
-    return _syntax_at(opener, f"empty {keyword}[] section")
+    return _syntax_at(opener, f"empty section (leave out {keyword}[] if it asks for nothing)")
+
+
+#: How to write what a repeated section meant, in one section.
+_JOIN_HINT: Final = {
+    "select": "join the conditions in one select[...] with &&",
+    "order": "list every key in one order[...], joined by ':'",
+    "rusage": "list every resource in one rusage[...], joined by ':'",
+    "span": "put both keywords in one span[...], joined by ':'",
+    "same": "list every resource in one same[...], joined by ':'",
+}
 
 
 def _primary(sections: list[_Section]) -> Primary:
     found: dict[str, object] = {}
     for keyword, opener, value in sections:
         if keyword in found and opener is not None:
-            raise _syntax_at(opener, f"{keyword}[] given twice")
+            raise _syntax_at(opener, f"given twice ({_JOIN_HINT[keyword]})")
         found[keyword] = value
     select = cast(Select | None, found.get("select"))
     order = cast(tuple[OrderKey, ...], found.get("order", ()))
@@ -738,6 +773,12 @@ def _primary(sections: list[_Section]) -> Primary:
     if not text:
         return EMPTY
     return _shared("primary", text, lambda: Primary(select, order, rusage, span, same, text))
+
+
+_EMPTY_STRING: Final = (
+    "empty string (no host has an empty value; to ask whether a host has a resource,"
+    " use defined(res))"
+)
 
 
 class _Build(Transformer[Token, Any]):
@@ -865,15 +906,25 @@ class _Build(Transformer[Token, Any]):
         return (Num(_number(tok)), 1)
 
     def string(self, c: list[Any]) -> _Expr:
-        return (Str(str(c[0])[1:-1]), 1)
+        tok = cast(Token, c[0])
+        if len(tok) == 2:
+            # LSF refuses ''. No host has an empty value, so == would never match and
+            # != would match every host: a wrong answer instead of a refusal.
+            raise _value_at(tok, _EMPTY_STRING)
+        return (Str(str(tok)[1:-1]), 1)
 
     def name(self, c: list[Any]) -> _Expr:
         return (Name(_name(c[0])), 1)
 
     def call(self, c: list[Any]) -> _Expr:
         function = cast(Token, c[0])
-        if str(function) != "defined":
-            raise _syntax_at(function, f"unknown function {str(function)!r}")
+        name = str(function)
+        if name in SECTIONS:
+            detail = f"a section is written {name}[...], with square brackets, not {name}(...)"
+            raise _syntax_at(function, detail)
+        if name != "defined":
+            detail = f"unknown function {name!r} (the one function is defined(res))"
+            raise _syntax_at(function, detail)
         return (Defined(_name(c[1])), 1)
 
 
