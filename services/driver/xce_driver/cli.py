@@ -631,18 +631,9 @@ def _run(
     Raises:
         OSError: the recording cannot be written (``filename`` is its path).
     """
-    stderr = Console(stderr=True)
     recording = RecordingWriter(args.record) if args.record else None
     try:
-        with Progress(
-            "[progress.description]{task.description}",
-            BarColumn(),
-            MofNCompleteColumn(),
-            TimeElapsedColumn(),
-            console=stderr,
-            transient=True,
-            disable=args.quiet or not stderr.is_terminal,
-        ) as bar:
+        with _progress_bar(args.quiet) as bar:
             task = bar.add_task("simulating", total=len(workload.jobs))
             result = run_simulation(
                 workload,

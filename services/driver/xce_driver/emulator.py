@@ -287,28 +287,24 @@ def job_priority(job: SimJob, queue: QueueSpec | None) -> int:
 
 def job_request(job: SimJob, queue: QueueSpec | None) -> JobRequest:
     """The request a controller sends for ``job`` (priority resolved from ``queue``)."""
-    return JobRequest(
-        jobid=job.jobid,
-        queue=job.queue,
-        user=job.user,
-        priority=job_priority(job, queue),
-        tasks=job.tasks,
-        resreq=job.resreq,
-    )
+    return JobRequest.model_validate(_request_fields(job, queue))
 
 
 def job_spec(job: SimJob, queue: QueueSpec | None, submit_ts: int) -> JobSpec:
     """``job`` as the core takes it, submitted at ``submit_ts`` (ns): the fields of
     ``job_request`` and the submission time."""
-    return JobSpec(
-        jobid=job.jobid,
-        queue=job.queue,
-        user=job.user,
-        priority=job_priority(job, queue),
-        tasks=job.tasks,
-        resreq=job.resreq,
-        submit_ts=submit_ts,
-    )
+    return JobSpec.model_validate({**_request_fields(job, queue), "submit_ts": submit_ts})
+
+
+def _request_fields(job: SimJob, queue: QueueSpec | None) -> dict[str, object]:
+    return {
+        "jobid": job.jobid,
+        "queue": job.queue,
+        "user": job.user,
+        "priority": job_priority(job, queue),
+        "tasks": job.tasks,
+        "resreq": job.resreq,
+    }
 
 
 def refused_at_submission(queue: QueueSpec | None) -> bool:

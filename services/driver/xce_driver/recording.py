@@ -65,7 +65,9 @@ class RecordingWriter:
         write or at close, with no file name."""
         return OSError(exc.errno, exc.strerror or str(exc), str(self.path))
 
-    def _write(self, line: bytes) -> None:
+    def _write(self, line: bytes, kind: str) -> None:
+        """Append one line of type ``kind`` (a writer that keeps lines elsewhere,
+        ``LineBatch``, overrides this alone)."""
         try:
             self._file.write(line)
             self._file.write(b"\n")
@@ -99,34 +101,36 @@ class RecordingWriter:
             start_wall=wall,
             round_interval_s=round_interval_s,
         )
-        self._write(header.model_dump_json(exclude_none=True).encode())
+        self._write(header.model_dump_json(exclude_none=True).encode(), "HEADER")
 
     def snapshot(self, snapshot: CoreSnapshot) -> None:
         """Write a SNAPSHOT line holding ``snapshot``, at the snapshot's ts."""
         self._write(
             b'{"type":"SNAPSHOT","ts":%d,"data":%s}'
-            % (snapshot.ts, snapshot.model_dump_json().encode())
+            % (snapshot.ts, snapshot.model_dump_json().encode()),
+            "SNAPSHOT",
         )
 
     def event(self, event: CoreEvent) -> None:
         """Write one event line, exactly as the event's JSON."""
-        self._write(event.model_dump_json().encode())
+        self._write(event.model_dump_json().encode(), event.type)
 
     def decision(self, decision: Decision) -> None:
         """Write one DECISION line wrapping ``decision``."""
         self._write(
             b'{"type":"DECISION","ts":%d,"payload":%s}'
-            % (decision.ts, decision.model_dump_json().encode())
+            % (decision.ts, decision.model_dump_json().encode()),
+            "DECISION",
         )
 
     def run_time(self, line: RunTime) -> None:
         """Write one ``RUN_TIME`` line (an event file's: how long a job runs)."""
-        self._write(line.model_dump_json().encode())
+        self._write(line.model_dump_json().encode(), "RUN_TIME")
 
     def end(self, ts: int) -> None:
         """Write the ``END`` line: the recording is complete (``ts``: the core's time
         then, ns). Nothing may follow it."""
-        self._write(End(ts=ts).model_dump_json().encode())
+        self._write(End(ts=ts).model_dump_json().encode(), "END")
 
     def close(self) -> None:
         """Flush and close the file.

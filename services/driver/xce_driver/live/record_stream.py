@@ -31,7 +31,7 @@ from nats.js.api import StreamConfig
 from nats.js.errors import NotFoundError
 from xce_core.core import SchedCore
 from xce_core.snapshot import save_snapshot
-from xce_schemas import CoreEvent, Decision, SchedulerConfig
+from xce_schemas import CoreEvent, Decision
 from xce_schemas.bus import (
     MSG_ID_HEADER,
     RECORD_DUPLICATE_WINDOW_S,
@@ -47,7 +47,6 @@ from xce_schemas.bus import (
     record_msg_id,
     record_subject,
 )
-from xce_schemas.snapshot import CoreSnapshot
 
 from xce_driver.live.streams import ensure_stream, stream_config
 from xce_driver.recording import RecordingWriter
@@ -113,42 +112,10 @@ class LineBatch(RecordingWriter):
         self.path = Path("<XCE_RECORD>")
         self.lines = 0
         self.pending: list[tuple[str, bytes]] = []
-        self._type = ""
 
-    def _write(self, line: bytes) -> None:
-        self.pending.append((self._type, line))
+    def _write(self, line: bytes, kind: str) -> None:
+        self.pending.append((kind, line))
         self.lines += 1
-
-    def header(
-        self,
-        config: SchedulerConfig,
-        start_ts: int,
-        start_wall: str | None = None,
-        round_interval_s: int | None = None,
-    ) -> None:
-        """See ``RecordingWriter.header``."""
-        self._type = "HEADER"
-        super().header(config, start_ts, start_wall, round_interval_s)
-
-    def end(self, ts: int) -> None:
-        """See ``RecordingWriter.end``."""
-        self._type = RECORD_END
-        super().end(ts)
-
-    def snapshot(self, snapshot: CoreSnapshot) -> None:
-        """See ``RecordingWriter.snapshot``."""
-        self._type = "SNAPSHOT"
-        super().snapshot(snapshot)
-
-    def event(self, event: CoreEvent) -> None:
-        """See ``RecordingWriter.event``."""
-        self._type = event.type
-        super().event(event)
-
-    def decision(self, decision: Decision) -> None:
-        """See ``RecordingWriter.decision``."""
-        self._type = "DECISION"
-        super().decision(decision)
 
     def close(self) -> None:
         """Nothing to close."""
