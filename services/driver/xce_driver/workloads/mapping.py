@@ -30,9 +30,11 @@ an error naming the file, line and field, not a skip: none of the archive logs i
 ``../shared/workloads`` holds one (every negative value in them is -1).
 
 The machine size comes from the header only when no host count is given: then a
-``MaxProcs`` (or, without it, ``MaxNodes``) that is there but not a whole number
-above 0 (``-4``, ``0``, ``abc``) is an error naming the file, line and key; -1 reads
-as absent. With a host count the header's machine size is not read at all.
+``MaxProcs`` or ``MaxNodes`` that is there but not a whole number above 0 (``-4``,
+``0``, ``abc``), or given twice with different values, is an error naming the file,
+line and key (a header that gets its machine size wrong is not trusted for the
+other one either); -1 reads as absent. With a host count the header's machine size
+is not read at all, so a host count runs such a trace.
 
 Options that would change nothing are errors rather than silently ignored: a queue
 map none of whose numbers is the queue of a simulated record, and ``swf_memory``
