@@ -587,14 +587,14 @@ MISTAKES = [
             str(_trace_with(tmp, "; MaxProcs: 999999999999\n", GOOD_RECORD)),
         ],
         lambda tmp: (
-            f"{tmp / 't.swf'}: header MaxProcs: 999999999999 hosts is more than the ceiling "
+            f"{tmp / 't.swf'}:1: header MaxProcs: 999999999999 hosts is more than the ceiling "
             "of 1,000,000; pass --hosts"
         ),
     ),
     (
         lambda tmp: ["--workload", str(_trace_with(tmp, "; MaxNodes: 1000001\n", GOOD_RECORD))],
         lambda tmp: (
-            f"{tmp / 't.swf'}: header MaxNodes: 1000001 hosts is more than the ceiling "
+            f"{tmp / 't.swf'}:1: header MaxNodes: 1000001 hosts is more than the ceiling "
             "of 1,000,000; pass --hosts"
         ),
     ),
@@ -638,7 +638,7 @@ MISTAKES = [
             str(_trace_with(tmp, "; MaxProcs: 8\n; UnixStartTime: abc\n", GOOD_RECORD)),
         ],
         lambda tmp: (
-            f"{tmp / 't.swf'}: header UnixStartTime: 'abc' is not a whole number of seconds "
+            f"{tmp / 't.swf'}:2: header UnixStartTime: 'abc' is not a whole number of seconds "
             "(0 or more)"
         ),
     ),
@@ -692,6 +692,81 @@ MISTAKES = [
     (
         lambda tmp: ["--swf-queues", ""],
         lambda tmp: "--swf-queues: empty queue map",
+    ),
+    (
+        lambda tmp: ["--host-mem", "4096"],
+        lambda tmp: (
+            "--host-mem is the memory --swf-memory reserves from; without --swf-memory no "
+            "job reserves memory"
+        ),
+    ),
+    (
+        lambda tmp: ["--jobs", "30", "--max-jobs", "50"],
+        lambda tmp: "--jobs and --max-jobs both set the generated workload's size; give one",
+    ),
+    (
+        lambda tmp: ["--swf-memory", "--host-mem", "4096", "--jobs", "20"],
+        lambda tmp: (
+            "lublin-feitelson-2003(n_jobs=20, nodes=128, seed=1): --swf-memory: no record "
+            "simulated gives a requested memory (field 10 is -1 or 0 in every one)"
+        ),
+    ),
+    (
+        lambda tmp: ["--swf-queues", "2=urgent:100", "--jobs", "20"],
+        lambda tmp: (
+            "lublin-feitelson-2003(n_jobs=20, nodes=128, seed=1): --swf-queues: no record "
+            "simulated is in queue 2 (field 15); their queue numbers: 1"
+        ),
+    ),
+    (
+        lambda tmp: [
+            "--workload",
+            str(
+                _trace_with(
+                    tmp, "; MaxProcs: 8\n", GOOD_RECORD.replace(" 1 1 -1 -1", " -1 1 -1 -1")
+                )
+            ),
+            "--swf-queues",
+            "1=batch,2=express",
+        ],
+        lambda tmp: (
+            f"{tmp / 't.swf'}: --swf-queues: no record simulated is in queue 1, 2 (field 15); "
+            "their queue numbers: -1"
+        ),
+    ),
+    # A header value that is there but wrong, read as absent.
+    (
+        lambda tmp: [
+            "--workload",
+            str(_trace_with(tmp, "; Version: 2.2\n; MaxProcs: -4\n; MaxNodes: 8\n", GOOD_RECORD)),
+        ],
+        lambda tmp: (
+            f"{tmp / 't.swf'}:2: header MaxProcs: '-4' is not a whole number of processors "
+            "above 0; pass --hosts"
+        ),
+    ),
+    (
+        lambda tmp: [
+            "--workload",
+            str(_trace_with(tmp, "; MaxProcs: 8\n; MaxProcs: 16\n", GOOD_RECORD)),
+        ],
+        lambda tmp: (
+            f"{tmp / 't.swf'}:1: header MaxProcs: given again with another value ('8', then "
+            "'16'); pass --hosts"
+        ),
+    ),
+    # A record value that is not SWF, read as a skip.
+    (
+        lambda tmp: [
+            "--workload",
+            str(
+                _trace_with(tmp, "; MaxProcs: 8\n", GOOD_RECORD.replace("1 0 5 100", "1 -30 5 100"))
+            ),
+        ],
+        lambda tmp: (
+            f"{tmp / 't.swf'}:2: field 2 (submit_time): -30 is negative, and the format's only "
+            "negative value is -1 (unknown)"
+        ),
     ),
     (
         lambda tmp: [
@@ -758,6 +833,14 @@ MISTAKE_IDS = [
     "a trace run time with an underscore",
     "a queue number with an underscore",
     "an empty queue map",
+    "--host-mem without --swf-memory",
+    "--jobs with --max-jobs",
+    "--swf-memory on the generated workload, which asks no memory",
+    "a queue map none of whose numbers a generated job has",
+    "a queue map none of whose numbers a trace record has",
+    "a negative header MaxProcs",
+    "a header MaxProcs given twice with different values",
+    "a negative submit time other than -1",
     "--jobs with --workload",
     "--report under a file",
     "--jobs-out two levels under a file",
@@ -839,6 +922,183 @@ def test_a_job_larger_than_the_cluster_but_within_32_bits_is_rejected_and_counte
     assert (report["jobs_total"], report["jobs_finished"], report["jobs_rejected"]) == (2, 1, 1)
 
 
+# --- skipped records, by reason; options refused where they would change nothing -------------
+
+
+def test_skipped_records_are_counted_by_reason_in_the_summary_and_the_report(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("COLUMNS", "160")
+    records = [
+        GOOD_RECORD,
+        "2 -1 5 100 4 -1 -1 4 200 -1 1 3 2 7 1 1 -1 -1",  # unknown submit time
+        "3 0 5 -1 4 -1 -1 4 200 -1 1 3 2 7 1 1 -1 -1",  # unknown run time
+        "4 0 5 -1 4 -1 -1 4 200 -1 1 3 2 7 1 1 -1 -1",  # unknown run time
+        "5 0 5 100 0 -1 -1 -1 200 -1 1 3 2 7 1 1 -1 -1",  # no processors
+    ]
+    trace = _trace_with(tmp_path, "; MaxProcs: 8\n", *records)
+    report_path = tmp_path / "r.json"
+    code, out, err = run_cli(
+        ["simulate", "--workload", str(trace), "--report", str(report_path)], capsys
+    )
+    assert (code, err) == (0, "")
+    rows = {
+        cells[0].strip(): cells[1].strip()
+        for line in out.splitlines()
+        if len(cells := line.strip("│ ").split("│")) == 2
+    }
+    assert rows["skipped / rejected / never started"] == "4 / 0 / 0"
+    assert rows["skipped by reason"] == (
+        "unknown submit time 1, unknown run time 2, no processors 1"
+    )
+    report = orjson.loads(report_path.read_bytes())
+    assert (report["jobs_total"], report["jobs_skipped"]) == (5, 4)
+    assert report["jobs_skipped_by_reason"] == {
+        "unknown_submit_time": 1,
+        "unknown_run_time": 2,
+        "no_processors": 1,
+    }
+
+
+@pytest.mark.parametrize(
+    "argv, message",
+    [
+        (
+            ["simulate", "--record-snapshot-interval", "100"],
+            "--record-snapshot-interval sets the snapshots of --record; give --record",
+        ),
+        (
+            ["simulate", "--record-snapshot-interval", "0"],
+            "--record-snapshot-interval sets the snapshots of --record; give --record",
+        ),
+        (
+            ["emulate", "--host-mem", "64"],
+            "--host-mem is the memory --swf-memory reserves from; without --swf-memory no "
+            "job reserves memory",
+        ),
+        (
+            ["emulate", "--workload", "{trace}", "--seed", "5"],
+            "emulate --seed seeds only the generated workload; with --workload it changes "
+            "nothing (the live core's seed is xce-core-service --prng-seed)",
+        ),
+    ],
+    ids=[
+        "a snapshot interval without --record",
+        "a snapshot interval of 0 without --record",
+        "emulate --host-mem without --swf-memory",
+        "emulate --seed with --workload",
+    ],
+)
+def test_an_option_ignored_in_its_combination_is_refused(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], argv: list[str], message: str
+) -> None:
+    trace = str(_trace_with(tmp_path, "; MaxProcs: 8\n", GOOD_RECORD))
+    argv = [trace if arg == "{trace}" else arg for arg in argv]
+    _assert_one_error_line(*run_cli([*argv, "--quiet"], capsys), message)
+
+
+def test_simulate_seed_with_a_workload_is_the_core_prng_seed(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """With a trace, ``--seed`` seeds the core's PRNG: it is in the recording's
+    snapshot (documented, not refused)."""
+    trace = _trace_with(tmp_path, "; MaxProcs: 8\n", GOOD_RECORD)
+    recording = tmp_path / "r.jsonl"
+    argv = ["simulate", "--workload", str(trace), "--seed", "7", "--quiet"]
+    assert run_cli([*argv, "--record", str(recording)], capsys) == (0, "", "")
+    snapshot = next(
+        orjson.loads(line) for line in recording.read_bytes().splitlines() if b'"SNAPSHOT"' in line
+    )
+    assert '"seed":7' in orjson.dumps(snapshot).decode()
+
+
+# --- file names that are not valid UTF-8 ---------------------------------------------------
+
+#: A byte that is never valid UTF-8 on its own; shown as U+FFFD.
+BAD_BYTE = b"\xff"
+
+
+def _bytes_name(folder: Path, name: bytes) -> str:
+    """``folder/name`` as the str Python makes of a bytes path (surrogateescape)."""
+    return os.fsdecode(os.path.join(os.fsencode(folder), name))
+
+
+def _shown(path: str) -> str:
+    return path.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
+
+
+def test_a_file_name_that_is_not_utf8_works_everywhere(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    folder = _bytes_name(tmp_path, b"d" + BAD_BYTE)
+    os.mkdir(folder)
+    trace = _bytes_name(Path(folder), b"tr" + BAD_BYTE + b"ce.swf")
+    Path(trace).write_text("; MaxProcs: 8\n" + GOOD_RECORD + "\n")
+    report = _bytes_name(Path(folder), b"r" + BAD_BYTE + b".json")
+    jobs = _bytes_name(Path(folder), b"j" + BAD_BYTE + b".csv")
+    recording = _bytes_name(Path(folder), b"r" + BAD_BYTE + b".jsonl.gz")
+    argv = ["simulate", "--workload", trace, "--report", report, "--jobs-out", jobs]
+    code, out, err = run_cli([*argv, "--record", recording], capsys)
+    assert (code, err) == (0, "")
+    assert "tr\ufffdce.swf" in out  # the summary's title
+    assert orjson.loads(Path(report).read_bytes())["workload"] == _shown(trace)
+    assert read_csv(Path(jobs))[1][0]["jobid"] == "1"
+    replay_report = _bytes_name(Path(folder), b"rr" + BAD_BYTE + b".json")
+    code, out, err = run_cli(
+        ["replay", recording, "--sim-verify", "--report", replay_report], capsys
+    )
+    assert (code, err) == (0, "")
+    assert "r\ufffd.jsonl.gz" in out
+    assert orjson.loads(Path(replay_report).read_bytes())["mismatches"] == 0
+    code, out, err = run_cli(["explain", "1", "--recording", recording], capsys)
+    assert (code, err) == (0, "")
+    assert out.startswith("job 1 ")
+
+
+@pytest.mark.parametrize(
+    "make_argv, make_message",
+    [
+        (
+            lambda d: ["simulate", "--workload", _bytes_name(d, b"no" + BAD_BYTE + b".swf")],
+            lambda d: f"{_shown(_bytes_name(d, b'no' + BAD_BYTE + b'.swf'))}: no such file",
+        ),
+        (
+            lambda d: ["simulate", "--report", _bytes_name(d, b"m" + BAD_BYTE + b"/r.json")],
+            lambda d: (
+                f"--report {_shown(_bytes_name(d, b'm' + BAD_BYTE + b'/r.json'))}: folder "
+                f"{_shown(_bytes_name(d, b'm' + BAD_BYTE))} does not exist"
+            ),
+        ),
+        (
+            lambda d: ["replay", _bytes_name(d, b"no" + BAD_BYTE + b".jsonl")],
+            lambda d: f"{_shown(_bytes_name(d, b'no' + BAD_BYTE + b'.jsonl'))}: no such file",
+        ),
+        (
+            lambda d: ["explain", "1", "--recording", _bytes_name(d, b"n" + BAD_BYTE)],
+            lambda d: f"{_shown(_bytes_name(d, b'n' + BAD_BYTE))}: no such file",
+        ),
+        (
+            lambda d: ["simulate", "--bogus", "x" + os.fsdecode(BAD_BYTE)],
+            lambda d: "unrecognized arguments: --bogus x\ufffd",
+        ),
+    ],
+    ids=[
+        "a missing workload",
+        "a report in a missing folder",
+        "a missing recording to replay",
+        "a missing recording to explain",
+        "an unknown argument",
+    ],
+)
+def test_an_error_naming_a_file_name_that_is_not_utf8_is_one_line(
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    make_argv: Callable[[Path], list[str]],
+    make_message: Callable[[Path], str],
+) -> None:
+    _assert_one_error_line(*run_cli(make_argv(tmp_path), capsys), make_message(tmp_path))
+
+
 # --- the generated workload's shape and size -------------------------------------------------
 
 
@@ -866,19 +1126,11 @@ def test_a_job_larger_than_the_cluster_but_within_32_bits_is_rejected_and_counte
             128,
             50,
         ),
-        (
-            ["--jobs", "30", "--max-jobs", "50"],
-            "lublin-feitelson-2003(n_jobs=30, nodes=128, seed=1)",
-            128,
-            128,
-            30,
-        ),
     ],
     ids=[
         "slots per host alone: 128 hosts of 4 slots",
         "hosts and slots per host: the model is sized for their product",
         "max jobs generates just that many",
-        "max jobs above jobs changes nothing",
     ],
 )
 def test_generated_workload_shape(
@@ -993,11 +1245,42 @@ def test_summary_of_a_run_where_nothing_finished(
     assert report["mean_bounded_slowdown"] is None
 
 
-def test_help_is_plain_text(capsys: pytest.CaptureFixture[str]) -> None:
+def test_help_is_plain_text(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("COLUMNS", "200")
     code, out, _ = run_cli(["--help"], capsys)
     assert code == 0
-    assert "xce-sched: the scheduler developer's command line (simulate, replay)." in out
+    assert (
+        "xce-sched: the scheduler developer's command line "
+        "(simulate, emulate, replay, events, explain)."
+        in out
+    )
     assert "``" not in out
+
+
+def test_help_lists_every_subcommand_with_its_line(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("COLUMNS", "200")
+    commands = next(
+        action
+        for action in build_parser()._actions
+        if isinstance(action, argparse._SubParsersAction)
+    )
+    helps = {choice.dest: choice.help for choice in commands._choices_actions}
+    assert sorted(helps) == ["emulate", "events", "explain", "replay", "simulate"]
+    code, out, _ = run_cli(["--help"], capsys)
+    assert code == 0
+    listed = {
+        words[0]: " ".join(words[1:])
+        for line in out.split("commands:", 1)[1].splitlines()
+        if (words := line.split()) and words[0] in helps
+    }
+    assert listed == helps
+    description = re.search(r"command line \((.*)\)\.", out)
+    assert description is not None
+    assert description.group(1).split(", ") == list(commands.choices)
 
 
 def test_readme_option_table_lists_every_simulate_option() -> None:

@@ -56,11 +56,15 @@ def J(jobid: int, submit_s: int, run_s: int, tasks: int) -> SimJob:
 
 
 def workload(
-    jobs: list[SimJob], *, hosts: int = 4, origin_s: int = 0, skipped: int = 0
+    jobs: list[SimJob],
+    *,
+    hosts: int = 4,
+    origin_s: int = 0,
+    skipped: dict[str, int] | None = None,
 ) -> MappedWorkload:
     return MappedWorkload(
         jobs=tuple(jobs),
-        skipped=skipped,
+        skipped=skipped or {},
         hosts=hosts,
         slots_per_host=1,
         origin_s=origin_s,
@@ -75,7 +79,7 @@ def simulate(
     origin_s: int = 0,
     interval: int | None = None,
     recording: RecordingWriter | None = None,
-    skipped: int = 0,
+    skipped: dict[str, int] | None = None,
 ) -> SimulationResult:
     return run_simulation(
         workload(jobs, hosts=hosts, origin_s=origin_s, skipped=skipped),
@@ -262,7 +266,7 @@ def test_a_job_that_never_fits_ends_the_run_without_hanging(interval: int | None
     jobs = (J(1, 0, 100, 1), _never_fits(2, 5), J(3, 30, 10, 1))
     mapped = MappedWorkload(
         jobs=jobs,
-        skipped=0,
+        skipped={},
         hosts=2,
         slots_per_host=1,
         origin_s=SDSC_ORIGIN,
@@ -303,7 +307,7 @@ def test_virtual_time_past_64_bits_is_a_named_error(
 ) -> None:
     mapped = MappedWorkload(
         jobs=tuple(jobs),
-        skipped=0,
+        skipped={},
         hosts=2,
         slots_per_host=1,
         origin_s=0,
@@ -437,7 +441,9 @@ def test_report_figures_by_hand() -> None:
         J(2, 1010, 5, 1),  # wait 90, slowdown (90 + 5)/10      = 9.5
         J(3, 1020, 50, 1),  # wait 80, slowdown (80 + 50)/50     = 2.6
     ]
-    result = simulate(jobs, hosts=2, origin_s=SDSC_ORIGIN, skipped=2)
+    result = simulate(
+        jobs, hosts=2, origin_s=SDSC_ORIGIN, skipped={"unknown_run_time": 1, "no_processors": 1}
+    )
     assert times(result) == {1: (1000, 1100), 2: (1100, 1105), 3: (1100, 1150)}
     report = result.report
     assert report.workload == "hand-made"
@@ -445,6 +451,7 @@ def test_report_figures_by_hand() -> None:
     assert (report.hosts, report.slots) == (2, 2)
     assert report.jobs_total == 5  # 3 simulated + 2 skipped
     assert report.jobs_skipped == 2
+    assert report.jobs_skipped_by_reason == {"unknown_run_time": 1, "no_processors": 1}
     assert (report.jobs_started, report.jobs_finished, report.jobs_rejected) == (3, 3, 0)
     assert report.mean_wait_s == round((0 + 90 + 80) / 3, 3) == 56.667
     assert report.median_wait_s == 80.0
@@ -472,7 +479,7 @@ def test_report_bounded_slowdown_uses_a_10_s_bound() -> None:
 
 
 def test_report_of_an_empty_workload() -> None:
-    report = simulate([], skipped=3).report
+    report = simulate([], skipped={"unknown_run_time": 3}).report
     assert (report.jobs_total, report.jobs_skipped, report.jobs_started) == (3, 3, 0)
     # Nothing to average: no figure, rather than a 0 (below the slowdown's minimum of 1).
     assert (report.mean_wait_s, report.median_wait_s, report.max_wait_s) == (None, None, None)

@@ -111,7 +111,7 @@ def test_a_preemptor_and_its_victim_are_explained(tmp_path: Path) -> None:
     urgent = QueueSpec(name="urgent", priority=100, preemptible_queues=("normal",))
     normal = QueueSpec(name="normal", priority=30, preemptible=True)
     jobs = (SimJob(1, 0, 100, 1, "normal", "u1"), SimJob(2, 30, 50, 1, "urgent", "u1"))
-    mapped = MappedWorkload(jobs, 0, 1, 1, 0, {"urgent": 100, "normal": 30})
+    mapped = MappedWorkload(jobs, {}, 1, 1, 0, {"urgent": 100, "normal": 30})
     path = tmp_path / "preempt.jsonl"
     with RecordingWriter(path) as writer:
         run_simulation(mapped, source="t", recording=writer, queues=(urgent, normal))

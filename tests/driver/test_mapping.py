@@ -9,6 +9,7 @@ import pytest
 from xce_driver.workloads.mapping import (
     DEFAULT_QUEUE,
     DEFAULT_QUEUE_PRIORITY,
+    SKIP_REASONS,
     MappingError,
     QueueMap,
     SimJob,
@@ -34,11 +35,17 @@ def rec(
 
 
 def trace(*records: SwfRecord, **header: str) -> SwfTrace:
-    """A trace with ``header`` as its ``; Key: value`` lines."""
+    """A trace read from ``t.swf`` with ``header`` as its ``; Key: value`` lines, in
+    order from line 1."""
     values = dict(header)
-    return SwfTrace(
-        SwfHeader(values, {key: [value] for key, value in values.items()}), records, "t.swf"
-    )
+    repeated = {key: [value] for key, value in values.items()}
+    lines = {key: number for number, key in enumerate(values, start=1)}
+    return SwfTrace(SwfHeader(values, repeated, lines, "t.swf"), records, "t.swf")
+
+
+def skips(**counts: int) -> dict[str, int]:
+    """``MappedWorkload.skipped`` with ``counts`` and zeros elsewhere."""
+    return {reason: counts.get(reason, 0) for reason in SKIP_REASONS}
 
 
 def shape(jobs: tuple[SimJob, ...]) -> list[tuple[int, int, int, int, str, str]]:
@@ -53,15 +60,17 @@ def shape(jobs: tuple[SimJob, ...]) -> list[tuple[int, int, int, int, str, str]]
     [
         ({"MaxProcs": "128", "MaxNodes": "64"}, None, 128),
         ({"MaxNodes": "256"}, None, 256),
-        ({"MaxProcs": "0", "MaxNodes": "32"}, None, 32),
+        ({"MaxProcs": "-1", "MaxNodes": "32"}, None, 32),
         ({"MaxProcs": "128"}, 16, 16),
+        ({"MaxProcs": "-4", "MaxNodes": "abc"}, 16, 16),
         ({}, 4, 4),
     ],
     ids=[
         "MaxProcs wins over MaxNodes",
         "MaxNodes when MaxProcs is absent",
-        "MaxNodes when MaxProcs is zero",
+        "MaxNodes when MaxProcs is -1 (unknown)",
         "an explicit host count wins over the header",
+        "with an explicit host count an invalid machine size is not read",
         "no header, an explicit host count",
     ],
 )
@@ -75,13 +84,51 @@ def test_host_count(header: dict[str, str], hosts: int | None, expected: int) ->
     "header, kwargs, message",
     [
         ({}, {}, "t.swf: the header gives no MaxProcs or MaxNodes; pass --hosts"),
-        ({"MaxProcs": "0"}, {}, "t.swf: the header gives no MaxProcs or MaxNodes; pass --hosts"),
+        (
+            {"MaxProcs": "-1", "MaxNodes": "-1"},
+            {},
+            "t.swf: the header gives no MaxProcs or MaxNodes; pass --hosts",
+        ),
+        (
+            {"MaxProcs": "0"},
+            {},
+            "t.swf:1: header MaxProcs: '0' is not a whole number of processors above 0; "
+            "pass --hosts",
+        ),
+        (
+            {"MaxProcs": "-4", "MaxNodes": "128"},
+            {},
+            "t.swf:1: header MaxProcs: '-4' is not a whole number of processors above 0; "
+            "pass --hosts",
+        ),
+        (
+            {"Version": "2.2", "MaxProcs": "abc"},
+            {},
+            "t.swf:2: header MaxProcs: 'abc' is not a whole number of processors above 0; "
+            "pass --hosts",
+        ),
+        (
+            {"MaxProcs": ""},
+            {},
+            "t.swf:1: header MaxProcs: '' is not a whole number of processors above 0; "
+            "pass --hosts",
+        ),
+        (
+            {"MaxProcs": "128", "MaxNodes": "-4"},
+            {},
+            "t.swf:2: header MaxNodes: '-4' is not a whole number of nodes above 0; pass --hosts",
+        ),
         ({"MaxProcs": "8"}, {"hosts": 0}, "hosts and slots per host must be at least 1"),
         ({"MaxProcs": "8"}, {"slots_per_host": 0}, "hosts and slots per host must be at least 1"),
     ],
     ids=[
         "no size in the header and none given",
+        "both sizes -1 (unknown)",
         "a machine of zero processors",
+        "a negative MaxProcs is not read as no MaxProcs",
+        "a MaxProcs that is a word",
+        "a MaxProcs with no value",
+        "a negative MaxNodes beside a valid MaxProcs",
         "zero hosts asked for",
         "zero slots per host asked for",
     ],
@@ -117,32 +164,122 @@ def test_defaults_map_each_record_to_a_job() -> None:
         (9, 150, 60, 3, DEFAULT_QUEUE, "nobody"),
         (11, 200, 0, 5, DEFAULT_QUEUE, "u1"),
     ]
-    assert workload.skipped == 0
+    assert workload.skipped == skips()
     assert workload.origin_s == 893_466_664
     assert workload.queues == {DEFAULT_QUEUE: DEFAULT_QUEUE_PRIORITY}
 
 
 @pytest.mark.parametrize(
-    "record",
+    "record, reason",
     [
-        rec(5, 10, -1, alloc=4, req=4),
-        rec(5, 10, 60, alloc=-1, req=-1),
-        rec(5, 10, 60, alloc=0, req=0),
-        rec(5, -1, 60, alloc=4, req=4),
+        (rec(5, 10, -1, alloc=4, req=4), "unknown_run_time"),
+        (rec(5, 10, 60, alloc=-1, req=-1), "no_processors"),
+        (rec(5, 10, 60, alloc=0, req=0), "no_processors"),
+        (rec(5, -1, 60, alloc=4, req=4), "unknown_submit_time"),
+        (rec(5, -1, -1, alloc=-1, req=-1), "unknown_submit_time"),
+        (rec(5, 10, -1, alloc=0, req=-1), "unknown_run_time"),
     ],
     ids=[
         "unknown run time",
         "unknown processor counts",
         "zero processors in both fields",
         "unknown submit time",
+        "every reason at once: counted once, under the first",
+        "no run time and no processors: counted under the run time",
     ],
 )
-def test_record_that_cannot_run_is_skipped_and_counted(record: SwfRecord) -> None:
+def test_record_that_cannot_run_is_skipped_and_counted_by_reason(
+    record: SwfRecord, reason: str
+) -> None:
     workload = map_trace(
         trace(rec(1, 0, 10, alloc=1), record, rec(9, 20, 5, alloc=1), MaxProcs="8")
     )
     assert [job.jobid for job in workload.jobs] == [1, 9]
-    assert workload.skipped == 1
+    assert workload.skipped == skips(**{reason: 1})
+    assert list(workload.skipped) == list(SKIP_REASONS)
+
+
+@pytest.mark.parametrize(
+    "changes, field",
+    [
+        ({"submit_time": -7}, "field 2 (submit_time): -7"),
+        ({"run_time": -2}, "field 4 (run_time): -2"),
+        ({"allocated_procs": -4}, "field 5 (allocated_procs): -4"),
+        ({"requested_procs": -16}, "field 8 (requested_procs): -16"),
+        ({"user_id": -3}, "field 12 (user_id): -3"),
+        ({"queue_number": -2}, "field 15 (queue_number): -2"),
+        ({"run_time": -1, "submit_time": -5}, "field 2 (submit_time): -5"),
+    ],
+    ids=[
+        "a submit time of -7",
+        "a run time of -2",
+        "-4 allocated processors",
+        "-16 requested processors",
+        "a user id of -3",
+        "a queue number of -2",
+        "a record that would be skipped is checked first",
+    ],
+)
+def test_a_negative_value_other_than_unknown_is_an_error_not_a_skip(
+    changes: dict[str, int], field: str
+) -> None:
+    record = dataclasses.replace(at_line(rec(5, 10, 60, alloc=4, req=4), 7), **changes)
+    with pytest.raises(MappingError) as error:
+        map_trace(trace(rec(1, 0, 10, alloc=1), record, MaxProcs="8"))
+    assert str(error.value) == (
+        f"t.swf:7: {field} is negative, and the format's only negative value is -1 (unknown)"
+    )
+
+
+def test_a_negative_requested_memory_is_an_error_only_where_it_is_read() -> None:
+    record = at_line(dataclasses.replace(rec(5, 10, 60, alloc=4), requested_memory_kb=-0.5), 3)
+    with_memory = dataclasses.replace(rec(6, 10, 60, alloc=4), requested_memory_kb=2048.0)
+    swf = trace(record, with_memory, MaxProcs="8")
+    assert [job.resreq for job in map_trace(swf).jobs] == ["", ""]
+    with pytest.raises(MappingError) as error:
+        map_trace(swf, swf_memory=True, host_mem_mb=1024.0)
+    assert str(error.value) == (
+        "t.swf:3: field 10 (requested_memory_kb): -0.5 is negative, and the format's only "
+        "negative value is -1 (unknown)"
+    )
+
+
+@pytest.mark.parametrize(
+    "queue_map, swf_memory, message",
+    [
+        (
+            "3=urgent:100,4=low:10",
+            False,
+            "t.swf: --swf-queues: no record simulated is in queue 3, 4 (field 15); their "
+            "queue numbers: -1, 1",
+        ),
+        (
+            None,
+            True,
+            "t.swf: --swf-memory: no record simulated gives a requested memory (field 10 is "
+            "-1 or 0 in every one)",
+        ),
+    ],
+    ids=["a queue map none of whose numbers a record has", "swf memory with no memory asked"],
+)
+def test_an_option_that_would_change_no_job_is_refused(
+    queue_map: str | None, swf_memory: bool, message: str
+) -> None:
+    records = (rec(1, 0, 10, alloc=1, queue=1), rec(2, 0, 10, alloc=1))
+    kwargs: dict[str, object] = {"swf_memory": swf_memory, "host_mem_mb": 1024.0}
+    if queue_map is not None:
+        kwargs["queue_map"] = QueueMap.parse(queue_map)
+    with pytest.raises(MappingError) as error:
+        map_trace(trace(*records, MaxProcs="8"), **kwargs)  # type: ignore[arg-type]
+    assert str(error.value) == message
+    # One record the option applies to is enough.
+    changed = (*records, rec(3, 0, 10, alloc=1, queue=4))
+    if swf_memory:
+        changed = (
+            *records,
+            dataclasses.replace(records[0], job_number=3, requested_memory_kb=1024.0),
+        )
+    assert len(map_trace(trace(*changed, MaxProcs="8"), **kwargs).jobs) == 3  # type: ignore[arg-type]
 
 
 def test_jobs_are_sorted_by_submit_time_then_job_number() -> None:
@@ -166,10 +303,10 @@ def test_jobs_are_sorted_by_submit_time_then_job_number() -> None:
 @pytest.mark.parametrize(
     "max_jobs, jobids, skipped",
     [
-        (1, [1], 0),
-        (3, [1, 4], 1),
-        (5, [1, 4, 5], 2),
-        (99, [1, 4, 5], 2),
+        (1, [1], skips()),
+        (3, [1, 4], skips(unknown_run_time=1)),
+        (5, [1, 4, 5], skips(unknown_run_time=1, no_processors=1)),
+        (99, [1, 4, 5], skips(unknown_run_time=1, no_processors=1)),
     ],
     ids=[
         "a one-record prefix",
@@ -178,7 +315,9 @@ def test_jobs_are_sorted_by_submit_time_then_job_number() -> None:
         "a prefix longer than the trace",
     ],
 )
-def test_max_jobs_keeps_a_prefix_of_records(max_jobs: int, jobids: list[int], skipped: int) -> None:
+def test_max_jobs_keeps_a_prefix_of_records(
+    max_jobs: int, jobids: list[int], skipped: dict[str, int]
+) -> None:
     records = (
         rec(1, 0, 10, alloc=1),
         rec(2, 1, -1, alloc=1),  # skipped: unknown run time
@@ -357,11 +496,17 @@ def test_mapping_normal_sets_the_priority_of_the_implicit_default() -> None:
 @pytest.mark.parametrize(
     "file, hosts, jobs, skipped, origin",
     [
-        ("SDSC-SP2-1998-4.2-cln.swf.gz", 128, 59_715 - 5_671, 5_671, 893_466_664),
-        ("KTH-SP2-1996-2.1-cln.swf.gz", 100, 28_476 - 1, 1, 843_480_031),
-        ("NASA-iPSC-1993-3.1-cln.swf.gz", 128, 18_239, 0, 749_458_803),
-        ("lublin_256.swf", 256, 10_000, 0, 0),
-        ("lublin_256_new2.swf", 256, 10_000, 0, 0),
+        (
+            "SDSC-SP2-1998-4.2-cln.swf.gz",
+            128,
+            59_715 - 5_671,
+            skips(unknown_run_time=5_671),
+            893_466_664,
+        ),
+        ("KTH-SP2-1996-2.1-cln.swf.gz", 100, 28_476 - 1, skips(no_processors=1), 843_480_031),
+        ("NASA-iPSC-1993-3.1-cln.swf.gz", 128, 18_239, skips(), 749_458_803),
+        ("lublin_256.swf", 256, 10_000, skips(), 0),
+        ("lublin_256_new2.swf", 256, 10_000, skips(), 0),
     ],
     ids=[
         "SDSC-SP2: jobs with run time -1 are skipped",
@@ -376,7 +521,7 @@ def test_map_real_trace(
     file: str,
     hosts: int,
     jobs: int,
-    skipped: int,
+    skipped: dict[str, int],
     origin: int,
 ) -> None:
     swf = load_trace(file)
@@ -410,14 +555,14 @@ def at_line(record: SwfRecord, line: int) -> SwfRecord:
         (
             {"MaxProcs": "999999999999"},
             {},
-            "t.swf: header MaxProcs: 999999999999 hosts is more than the ceiling of 1,000,000; "
-            "pass --hosts",
+            "t.swf:1: header MaxProcs: 999999999999 hosts is more than the ceiling of "
+            "1,000,000; pass --hosts",
         ),
         (
             {"MaxNodes": "1" + "0" * 40},
             {},
-            "t.swf: header MaxNodes: 10000000000000000000... hosts is more than the ceiling of "
-            "1,000,000; pass --hosts",
+            "t.swf:1: header MaxNodes: '1000000000000000000000000000000000000000...' is too "
+            "large (more than 30 digits); pass --hosts",
         ),
         (
             {"MaxProcs": "8"},
@@ -449,17 +594,19 @@ def at_line(record: SwfRecord, line: int) -> SwfRecord:
         (
             {"MaxProcs": "8", "UnixStartTime": "abc"},
             {},
-            "t.swf: header UnixStartTime: 'abc' is not a whole number of seconds (0 or more)",
+            "t.swf:2: header UnixStartTime: 'abc' is not a whole number of seconds (0 or more)",
         ),
         (
             {"MaxProcs": "8", "UnixStartTime": "-893466664"},
             {},
-            "t.swf: header UnixStartTime: '-893466664' is not a whole number of seconds (0 or more)",
+            "t.swf:2: header UnixStartTime: '-893466664' is not a whole number of seconds "
+            "(0 or more)",
         ),
         (
             {"MaxProcs": "8", "UnixStartTime": "10000000000"},
             {},
-            "t.swf: header UnixStartTime: 10000000000 is not before 10,000,000,000 s (the year 2286)",
+            "t.swf:2: header UnixStartTime: 10000000000 is not before 10,000,000,000 s "
+            "(the year 2286)",
         ),
     ],
     ids=[
@@ -576,19 +723,19 @@ def test_record_value_beyond_its_ceiling_names_file_line_and_field(
 
 
 @pytest.mark.parametrize(
-    "record",
+    "record, reason",
     [
-        _big(run_time=-1, submit_time=2**64),
-        _big(requested_procs=-1, allocated_procs=-1, run_time=2**64),
+        (_big(run_time=-1, submit_time=2**64), "unknown_run_time"),
+        (_big(requested_procs=-1, allocated_procs=-1, run_time=2**64), "no_processors"),
     ],
     ids=[
         "a record skipped for its unknown run time",
         "a record skipped for its missing processors",
     ],
 )
-def test_values_of_skipped_records_are_not_used(record: SwfRecord) -> None:
+def test_values_of_skipped_records_are_not_used(record: SwfRecord, reason: str) -> None:
     mapped = map_trace(trace(rec(1, 0, 10, alloc=1), record, MaxProcs="8"))
-    assert ([job.jobid for job in mapped.jobs], mapped.skipped) == ([1], 1)
+    assert ([job.jobid for job in mapped.jobs], mapped.skipped) == ([1], skips(**{reason: 1}))
 
 
 def test_the_largest_values_under_the_ceilings_are_mapped() -> None:

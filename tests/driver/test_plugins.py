@@ -102,7 +102,7 @@ def _workload() -> MappedWorkload:
         SimJob(4, 3, 1, 1, "normal", "u1"),
     )
     return MappedWorkload(
-        jobs=jobs, skipped=0, hosts=1, slots_per_host=1, origin_s=0, queues={"normal": 30}
+        jobs=jobs, skipped={}, hosts=1, slots_per_host=1, origin_s=0, queues={"normal": 30}
     )
 
 

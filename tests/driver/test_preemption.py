@@ -260,7 +260,7 @@ def test_a_job_never_resumed_is_left_suspended_and_the_run_ends() -> None:
         policy="p",
         hosts=1,
         slots=1,
-        skipped=0,
+        skipped={},
         rounds=0,
         events=0,
         decisions={},
@@ -335,7 +335,7 @@ def test_run_limit_with_the_real_core() -> None:
     queues = (QueueSpec(name="normal", priority=30, run_limit_s=50),)
     jobs = (J(1, 0, 100), J(2, 0, 40), J(3, 10, 80))
     mapped = MappedWorkload(
-        jobs=jobs, skipped=0, hosts=2, slots_per_host=1, origin_s=0, queues={"normal": 30}
+        jobs=jobs, skipped={}, hosts=2, slots_per_host=1, origin_s=0, queues={"normal": 30}
     )
     result = run_simulation(mapped, source="hand-made", queues=queues)
     got = {j: (r.start_s, r.end_s, r.killed_by_runlimit) for j, r in result.records.items()}
@@ -357,7 +357,7 @@ def test_a_job_submitted_to_a_closed_queue_is_refused_at_submission() -> None:
     )
     jobs = (J(1, 0, 10), J(2, 0, 10, "shut"), J(3, 5, 10, "shut"), J(4, 5, 10))
     mapped = MappedWorkload(
-        jobs=jobs, skipped=0, hosts=2, slots_per_host=1, origin_s=0, queues={"normal": 30}
+        jobs=jobs, skipped={}, hosts=2, slots_per_host=1, origin_s=0, queues={"normal": 30}
     )
     result = run_simulation(mapped, source="hand-made", queues=queues)
     got = {j: (r.start_s, r.end_s, r.rejected_reason) for j, r in result.records.items()}
@@ -399,7 +399,7 @@ def test_a_simulated_job_gets_its_queues_priority() -> None:
     jobs = [J(1, 0, 10), J(2, 0, 10, "urgent"), J(3, 0, 10, "other")]
     jobs.append(SimJob(4, 0, 10, 1, "normal", "u1", priority=7))  # an explicit priority
     config = scheduler_config(
-        MappedWorkload(tuple(jobs), 0, 1, 1, 0, {"urgent": 1, "normal": 30, "other": 5}),
+        MappedWorkload(tuple(jobs), {}, 1, 1, 0, {"urgent": 1, "normal": 30, "other": 5}),
         "builtin_fcfs",
         queues,
     )
@@ -414,7 +414,7 @@ def test_a_simulated_job_gets_its_queues_priority() -> None:
 
 def test_real_core_urgent_job_preempts_a_normal_one_which_resumes_after() -> None:
     jobs = (J(1, 0, 100), J(2, 30, 50, "urgent"))  # victim; preemptor
-    mapped = MappedWorkload(jobs, 0, 1, 1, 0, {"urgent": 100, "normal": 30})
+    mapped = MappedWorkload(jobs, {}, 1, 1, 0, {"urgent": 100, "normal": 30})
     result = run_simulation(mapped, source="hand-made", queues=(URGENT, NORMAL))
     got = {
         j: (r.start_s, r.end_s, r.times_suspended, r.suspended_s) for j, r in result.records.items()
@@ -427,7 +427,7 @@ def test_real_core_urgent_job_preempts_a_normal_one_which_resumes_after() -> Non
 
 def test_real_core_never_preempts_a_job_of_a_queue_that_is_not_preemptible() -> None:
     jobs = (J(1, 0, 100), J(2, 30, 50, "urgent"))
-    mapped = MappedWorkload(jobs, 0, 1, 1, 0, {"urgent": 100, "normal": 30})
+    mapped = MappedWorkload(jobs, {}, 1, 1, 0, {"urgent": 100, "normal": 30})
     fixed = NORMAL.model_copy(update={"preemptible": False})
     result = run_simulation(mapped, source="hand-made", queues=(URGENT, fixed))
     got = {j: (r.start_s, r.end_s) for j, r in result.records.items()}
@@ -575,7 +575,7 @@ def test_cli_queue_file_merges_over_the_queue_map(
 
 
 def test_a_job_in_a_queue_nobody_defines_is_a_named_error() -> None:
-    mapped = MappedWorkload((J(1, 0, 10), J(7, 1, 10, "nosuch")), 0, 1, 1, 0, {"normal": 30})
+    mapped = MappedWorkload((J(1, 0, 10), J(7, 1, 10, "nosuch")), {}, 1, 1, 0, {"normal": 30})
     with pytest.raises(
         MappingError,
         match=r"job 7 is mapped to queue 'nosuch', which no queue definition gives "

@@ -13,14 +13,14 @@ from xce_driver.emulator import JobRecord
 from xce_driver.report import Report, summarize
 
 
-def report_of(*records: JobRecord) -> Report:
+def report_of(*records: JobRecord, skipped: dict[str, int] | None = None) -> Report:
     return summarize(
         records,
         workload="w",
         policy="p",
         hosts=1,
         slots=4,
-        skipped=0,
+        skipped=skipped or {},
         rounds=0,
         events=0,
         decisions={},
@@ -119,3 +119,14 @@ def test_a_job_left_suspended_is_said_so() -> None:
     rows = summary(report_of(FINISHED, LEFT_SUSPENDED))
     assert rows["preempted jobs / suspensions / resumes"] == "1 / 2 / 1 (1 left suspended)"
     assert rows["jobs"] == "2 total, 1 finished"
+
+
+def test_skipped_records_are_reported_by_reason_and_in_total() -> None:
+    skipped = {"unknown_submit_time": 0, "unknown_run_time": 3, "no_processors": 1}
+    report = report_of(FINISHED, skipped=skipped)
+    assert (report.jobs_total, report.jobs_skipped) == (5, 4)
+    json = report.to_json()
+    assert json["jobs_skipped_by_reason"] == skipped
+    assert list(json).index("jobs_skipped_by_reason") == list(json).index("jobs_skipped") + 1
+    assert summary(report)["skipped by reason"] == "unknown run time 3, no processors 1"
+    assert summary(report_of(FINISHED))["skipped by reason"] == "none"

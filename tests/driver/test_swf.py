@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import gzip
 import itertools
+import os
 import re
 from collections import Counter
 from collections.abc import Callable
@@ -22,6 +23,7 @@ from xce_driver.workloads.swf import (
     SwfRecord,
     SwfTrace,
     parse_record,
+    printable,
     read_swf,
 )
 
@@ -498,6 +500,107 @@ def test_malformed_unix_start_time_is_an_error_naming_the_key(text: str, message
     with pytest.raises(SwfError) as error:
         _ = SwfHeader({"UnixStartTime": text}, {}).unix_start_time
     assert str(error.value) == message
+
+
+@pytest.mark.parametrize(
+    "header, key, message",
+    [
+        (
+            "; MaxProcs: -4\n",
+            "max_procs",
+            "t.swf:2: header MaxProcs: '-4' is not a whole number of processors above 0",
+        ),
+        (
+            "; MaxProcs: abc\n",
+            "max_procs",
+            "t.swf:2: header MaxProcs: 'abc' is not a whole number of processors above 0",
+        ),
+        (
+            "; MaxProcs: 0\n",
+            "max_procs",
+            "t.swf:2: header MaxProcs: '0' is not a whole number of processors above 0",
+        ),
+        (
+            "; MaxNodes: 1.5\n",
+            "max_nodes",
+            "t.swf:2: header MaxNodes: '1.5' is not a whole number of nodes above 0",
+        ),
+        (
+            "; MaxProcs: 8\n; Note: x\n; MaxProcs: 16\n",
+            "max_procs",
+            "t.swf:2: header MaxProcs: given again with another value ('8', then '16')",
+        ),
+        (
+            "; UnixStartTime: 1.5e9\n",
+            "unix_start_time",
+            "t.swf:2: header UnixStartTime: '1.5e9' is not a whole number of seconds (0 or more)",
+        ),
+    ],
+    ids=[
+        "a negative MaxProcs",
+        "a MaxProcs that is a word",
+        "a machine of no processors",
+        "a fractional MaxNodes",
+        "MaxProcs given twice with different values",
+        "a UnixStartTime in exponent form",
+    ],
+)
+def test_a_header_value_that_is_there_but_invalid_names_file_line_and_key(
+    tmp_path: Path, header: str, key: str, message: str
+) -> None:
+    trace = read_swf(_write(tmp_path, "t.swf", "; Version: 2.2\n" + header + GOOD + "\n"))
+    with pytest.raises(SwfError) as error:
+        getattr(trace.header, key)
+    assert str(error.value) == f"{tmp_path}/{message}"
+
+
+@pytest.mark.parametrize(
+    "header, expected",
+    [
+        ("; MaxProcs: -1\n; MaxNodes: -1\n; UnixStartTime: -1\n", (None, None, 0)),
+        ("; MaxProcs: 128\n; MaxProcs: 128 processors\n", (128, None, 0)),
+        ("; MaxProcs:  64  \n; MaxNodes: 16\n", (64, 16, 0)),
+    ],
+    ids=[
+        "-1 is unknown, as if absent",
+        "a key given twice with the same value",
+        "blanks around a value",
+    ],
+)
+def test_header_values_that_are_read(
+    tmp_path: Path, header: str, expected: tuple[int | None, int | None, int]
+) -> None:
+    trace = read_swf(_write(tmp_path, "t.swf", header + GOOD + "\n"))
+    got = (trace.header.max_procs, trace.header.max_nodes, trace.header.unix_start_time)
+    assert got == expected
+
+
+def test_a_file_name_that_is_not_utf8_is_read_and_shown_with_a_replacement(
+    tmp_path: Path,
+) -> None:
+    path = os.fsdecode(os.path.join(os.fsencode(tmp_path), b"tr\xffce.swf"))
+    Path(path).write_text("; MaxProcs: -4\n" + GOOD + "\n")
+    trace = read_swf(path)
+    assert trace.source == f"{tmp_path}/tr\ufffdce.swf"
+    assert len(trace.records) == 1
+    with pytest.raises(SwfError) as error:
+        _ = trace.header.max_procs
+    assert str(error.value).startswith(f"{tmp_path}/tr\ufffdce.swf:1: header MaxProcs: ")
+    str(error.value).encode("utf-8")  # printable: no lone surrogate left
+
+
+@pytest.mark.parametrize(
+    "text, expected",
+    [
+        ("plain.swf", "plain.swf"),
+        ("café.swf", "café.swf"),
+        (os.fsdecode(b"tr\xffce\xfe.swf"), "tr\ufffdce\ufffd.swf"),
+        ("odd\ud800", "odd\ufffd\ufffd\ufffd"),
+    ],
+    ids=["ASCII", "valid UTF-8", "undecodable bytes", "a lone surrogate no file name has"],
+)
+def test_printable(text: str, expected: str) -> None:
+    assert printable(text) == expected
 
 
 # --- line numbers ------------------------------------------------------------------------

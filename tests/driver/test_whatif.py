@@ -49,7 +49,7 @@ def J(jobid: int, submit_s: int, run_s: int, tasks: int = 1, queue: str = "norma
 def workload(jobs: Sequence[SimJob], hosts: int = 1) -> MappedWorkload:
     return MappedWorkload(
         jobs=tuple(jobs),
-        skipped=0,
+        skipped={},
         hosts=hosts,
         slots_per_host=1,
         origin_s=1_000,
@@ -301,7 +301,7 @@ def test_a_what_if_equals_a_direct_simulation_of_the_alternative_workload(
     base, _ = recorded(tmp_path / "b.jsonl", load)
     smaller = MappedWorkload(
         jobs=tuple(job for job in load.jobs if job.tasks < 8),
-        skipped=0,
+        skipped={},
         hosts=load.hosts,
         slots_per_host=1,
         origin_s=load.origin_s,

@@ -28,7 +28,7 @@ def test_jobs_held_by_a_window_start_when_it_opens(
 ) -> None:
     # One host; the window is 08:00-09:00 UTC every day; the trace starts at 00:00.
     jobs = (job(1, 7 * HOUR, 60), job(2, 7 * HOUR + 30, 60), job(3, 10 * HOUR, 60))
-    mapped = MappedWorkload(jobs, 0, 1, 1, 0, {"day": 30})
+    mapped = MappedWorkload(jobs, {}, 1, 1, 0, {"day": 30})
     day = QueueSpec(name="day", priority=30, run_windows=("8:00-9:00",))
     result = run_simulation(mapped, source="t", queues=(day,), round_interval_s=round_interval_s)
     starts = {jobid: record.start_s for jobid, record in result.records.items()}
@@ -39,7 +39,7 @@ def test_jobs_held_by_a_window_start_when_it_opens(
 
 def test_a_recording_with_window_rounds_replays_without_mismatch(tmp_path: Path) -> None:
     jobs = tuple(job(i, i * 1800, 600) for i in range(1, 30))
-    mapped = MappedWorkload(jobs, 0, 2, 1, 0, {"day": 30})
+    mapped = MappedWorkload(jobs, {}, 2, 1, 0, {"day": 30})
     day = QueueSpec(name="day", priority=30, run_windows=("20:00-6:00", "12:00-12:30"))
     path = tmp_path / "w.jsonl"
     with RecordingWriter(path) as writer:

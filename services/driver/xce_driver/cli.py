@@ -8,6 +8,12 @@ the event file of a workload, for a what-if.
 ``xce-sched simulate`` schedules a whole workload in virtual time and prints what
 happened: a real trace in the Standard Workload Format (``--workload``), or, by
 default, a workload generated from the Lublin-Feitelson model, so it runs anywhere.
+``xce-sched emulate`` plays the same workload against the live services, and
+``xce-sched explain`` says why a job of a recording was pending.
+
+An option that would change nothing in the combination given is refused, not
+ignored (``_refuse_ignored``), and a file name that is not valid UTF-8 (a valid
+name on Linux) is shown with U+FFFD wherever it is printed or written.
 
 Every user mistake (missing file, malformed trace, unknown policy, nonsensical
 option, an output that cannot be written) ends with exactly one line on stderr,
@@ -85,11 +91,12 @@ from xce_driver.workloads.mapping import (
     QueueMap,
     map_trace,
 )
-from xce_driver.workloads.swf import SwfError, read_swf, show_text
+from xce_driver.workloads.swf import SwfError, printable, read_swf, show_text
 
 PROG = "xce-sched"
-#: What ``xce-sched --help`` says it is (plain text: argparse shows it as it is).
-DESCRIPTION = "xce-sched: the scheduler developer's command line (simulate, replay)."
+#: What ``xce-sched --help`` says it is (plain text: argparse shows it as it is); the
+#: subcommands' names are added from the parser, so that none is left out.
+DESCRIPTION = "xce-sched: the scheduler developer's command line"
 
 #: Width of output that goes to a file or a pipe: wide enough that no table or line
 #: is ever wrapped (one record a line, for grep), where a terminal's width rules.
@@ -116,7 +123,7 @@ class _Parser(argparse.ArgumentParser):
     """An argument parser whose usage errors are one line, ``xce-sched: error: ...``."""
 
     def error(self, message: str) -> NoReturn:
-        self.exit(2, f"{PROG}: error: {message}\n")
+        self.exit(2, f"{PROG}: error: {printable(message)}\n")
 
 
 def _whole(minimum: int, maximum: int, unit: str = "") -> Callable[[str], int]:
@@ -231,7 +238,6 @@ def _add_workload_options(sub: argparse.ArgumentParser) -> None:
     sub.add_argument(
         "--seed",
         type=_whole(0, MAX_SEED),
-        default=1,
         metavar="S",
         help="seed of the generated workload and of the core's PRNG, 0 or more (default 1)",
     )
@@ -276,7 +282,9 @@ def _add_workload_options(sub: argparse.ArgumentParser) -> None:
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser of ``xce-sched`` and its subcommands."""
     parser = _Parser(prog=PROG, description=DESCRIPTION)
-    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    commands = parser.add_subparsers(
+        dest="command", required=True, metavar="COMMAND", title="commands"
+    )
     sim = commands.add_parser(
         "simulate",
         help="schedule a workload in virtual time and summarize it",
@@ -297,7 +305,6 @@ def build_parser() -> argparse.ArgumentParser:
     sim.add_argument(
         "--record-snapshot-interval",
         type=_whole(0, 2**63 - 1),
-        default=0,
         metavar="N",
         help="with --record, a SNAPSHOT every N events (default 0: only the first)",
     )
@@ -418,7 +425,36 @@ def build_parser() -> argparse.ArgumentParser:
         help="seconds after the recording's start (a simulation's trace origin, as in "
         "its per-job CSV)",
     )
+    parser.description = f"{DESCRIPTION} ({', '.join(commands.choices)})."
     return parser
+
+
+def _refuse_ignored(args: argparse.Namespace) -> None:
+    """Refuse options that would change nothing in the combination given, rather than
+    ignore them (one line naming the options).
+
+    Raises:
+        UserError: ``--host-mem`` without ``--swf-memory`` (host memory is reserved
+            only by the trace's memory requests); ``--record-snapshot-interval``
+            without ``--record``; ``--jobs`` with ``--max-jobs`` (both size the
+            generated workload, and the larger would be ignored); ``emulate --seed``
+            with ``--workload`` (it seeds only the generated workload: the live
+            core's PRNG is the service's ``--prng-seed``).
+    """
+    if args.host_mem and not args.swf_memory:
+        raise UserError(
+            "--host-mem is the memory --swf-memory reserves from; without --swf-memory no "
+            "job reserves memory"
+        )
+    if getattr(args, "record_snapshot_interval", None) is not None and not args.record:
+        raise UserError("--record-snapshot-interval sets the snapshots of --record; give --record")
+    if args.jobs is not None and args.max_jobs is not None:
+        raise UserError("--jobs and --max-jobs both set the generated workload's size; give one")
+    if args.command == "emulate" and args.seed is not None and args.workload is not None:
+        raise UserError(
+            "emulate --seed seeds only the generated workload; with --workload it changes "
+            "nothing (the live core's seed is xce-core-service --prng-seed)"
+        )
 
 
 def _check_outputs(
@@ -509,7 +545,7 @@ def _load_workload(args: argparse.Namespace) -> tuple[MappedWorkload, str]:
         jobs = args.jobs or DEFAULT_JOBS
         if args.max_jobs is not None:
             jobs = min(jobs, args.max_jobs)
-        trace = generate_lublin(n_jobs=jobs, nodes=hosts * args.slots_per_host, seed=args.seed)
+        trace = generate_lublin(n_jobs=jobs, nodes=hosts * args.slots_per_host, seed=_seed(args))
     else:
         if args.jobs is not None:
             raise UserError(
@@ -526,6 +562,11 @@ def _load_workload(args: argparse.Namespace) -> tuple[MappedWorkload, str]:
         host_mem_mb=float(args.host_mem),
     )
     return workload, trace.source
+
+
+def _seed(args: argparse.Namespace) -> int:
+    """``--seed``, 1 when not given."""
+    return 1 if args.seed is None else int(args.seed)
 
 
 def _load_queues(path: str | None) -> tuple[QueueSpec, ...]:
@@ -567,6 +608,15 @@ def _summary_rows(report: Report, wall_label: str) -> list[tuple[str, str]]:
         (
             "skipped / rejected / never started",
             f"{report.jobs_skipped:,} / {report.jobs_rejected:,} / {report.jobs_never_started:,}",
+        ),
+        (
+            "skipped by reason",
+            ", ".join(
+                f"{reason.replace('_', ' ')} {count:,}"
+                for reason, count in report.jobs_skipped_by_reason.items()
+                if count
+            )
+            or "none",
         ),
         (
             "wait mean / median / max",
@@ -639,11 +689,11 @@ def _run(
                 workload,
                 source=source,
                 policy=args.policy,
-                seed=args.seed,
+                seed=_seed(args),
                 round_interval_s=args.round_interval,
                 registry=registry,
                 recording=recording,
-                snapshot_interval=args.record_snapshot_interval,
+                snapshot_interval=args.record_snapshot_interval or 0,
                 progress=lambda done: bar.update(task, completed=done),
                 queues=queues,
             )
@@ -663,6 +713,7 @@ def simulate(args: argparse.Namespace) -> int:
         [("--record", args.record), ("--report", args.report), ("--jobs-out", args.jobs_out)],
         [("--workload", args.workload), ("--queues", args.queues)],
     )
+    _refuse_ignored(args)
     registry = load_registry()
     registry.pickers.get(args.policy)
     queues = _load_queues(args.queues)
@@ -687,12 +738,19 @@ def simulate(args: argparse.Namespace) -> int:
     return 0
 
 
+def _say_error(message: str) -> None:
+    """Print ``xce-sched: error: <message>`` on stderr, a file name that is not valid
+    UTF-8 shown with U+FFFD (``printable``) rather than failing to print."""
+    print(f"{PROG}: error: {printable(message)}", file=sys.stderr)
+
+
 def emulate_command(args: argparse.Namespace) -> int:
     """Run ``xce-sched emulate``; returns the exit status: 1 when NATS cannot be
     reached, ``--timeout`` passed with jobs left, or the core (or the bridge) refused
     jobs of the run (``SubmissionRefused``: one line naming the job and the reason,
     no summary)."""
     _check_outputs([], [("--workload", args.workload), ("--queues", args.queues)])
+    _refuse_ignored(args)
     registry = load_registry()
     registry.pickers.get(args.policy)
     queues = _load_queues(args.queues)
@@ -704,10 +762,10 @@ def emulate_command(args: argparse.Namespace) -> int:
     try:
         finished = asyncio.run(emulator.run(args.timeout))
     except SubmissionRefused as exc:
-        print(f"{PROG}: error: {exc}", file=sys.stderr)
+        _say_error(str(exc))
         return 1
     except (NatsError, OSError) as exc:
-        print(f"{PROG}: error: --nats {args.nats}: {exc}", file=sys.stderr)
+        _say_error(f"--nats {args.nats}: {exc}")
         return 1
     wall = time.perf_counter() - started
     report = emulation_report(emulator, workload, source, args.policy, wall)
@@ -781,7 +839,7 @@ def replay_command(args: argparse.Namespace) -> int:
     stats = result.stats
     if result.paused_at is not None:
         print(f"paused at {result.pause_summary}")
-    print(f"xce-sched replay: {args.file}")
+    print(f"xce-sched replay: {printable(args.file)}")
     table = Table(show_header=False)
     table.add_column("figure", style="bold")
     table.add_column("value", justify="right")
@@ -882,7 +940,9 @@ def what_if_command(args: argparse.Namespace) -> int:
 
 
 def _print_what_if(console: Console, args: argparse.Namespace, result: WhatIfResult) -> None:
-    print(f"xce-sched replay (what-if): {args.file} with {args.sim_alt_events}")
+    print(
+        f"xce-sched replay (what-if): {printable(args.file)} with {printable(args.sim_alt_events)}"
+    )
     table = Table()
     table.add_column("figure", style="bold")
     table.add_column("base run", justify="right")
@@ -955,7 +1015,10 @@ def events_command(args: argparse.Namespace) -> int:
         if summary.refused_queue_closed
         else ""
     )
-    print(f"{args.out}: {summary.jobs:,} jobs of {source}{refused}, {summary.lines:,} lines")
+    print(
+        f"{printable(args.out)}: {summary.jobs:,} jobs of {source}{refused}, "
+        f"{summary.lines:,} lines"
+    )
     return 0
 
 
@@ -984,14 +1047,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         return command(args)
     except ValidationError as exc:  # a value the wire contract refuses
         got = exc.errors()[0]["input"]
-        print(f"{PROG}: error: {describe(exc, default=exc.title)} (got {got!r})", file=sys.stderr)
+        _say_error(f"{describe(exc, default=exc.title)} (got {got!r})")
         return 2
     except (UserError, SwfError, MappingError, ConfigError, ReplayError, ValueError) as exc:
-        print(f"{PROG}: error: {exc}", file=sys.stderr)
+        _say_error(str(exc))
         return 2
     except OSError as exc:
         where = f"{exc.filename}: " if exc.filename else ""
-        print(f"{PROG}: error: {where}{exc.strerror or exc}", file=sys.stderr)
+        _say_error(f"{where}{exc.strerror or exc}")
         return 2
     except KeyboardInterrupt:
         print(f"{PROG}: interrupted", file=sys.stderr)

@@ -21,6 +21,11 @@ up at its timeout; 0 otherwise), ``jobs_killed_by_runlimit`` the jobs killed at
 their queue's run limit (counted as finished). ``jobs_rejected`` counts every job the controller
 turned away, ``jobs_rejected_queue_closed`` those submitted to a closed queue.
 
+Skipped records: ``jobs_skipped`` counts the workload's records that could not
+become jobs, and ``jobs_skipped_by_reason`` splits that count by reason (every reason
+of ``mapping.SKIP_REASONS``, zeros included: ``{"unknown_submit_time": 0,
+"unknown_run_time": 5671, "no_processors": 0}``).
+
 A mean, median or maximum over no jobs at all (no job started, or none finished) is
 None (``null`` in JSON, "n/a" in the summary), never a made-up 0.
 """
@@ -55,6 +60,7 @@ class Report:
     jobs_started: int
     jobs_finished: int
     jobs_skipped: int
+    jobs_skipped_by_reason: dict[str, int]
     jobs_rejected: int
     jobs_never_started: int
     jobs_rejected_queue_closed: int
@@ -87,7 +93,7 @@ def summarize(
     policy: str,
     hosts: int,
     slots: int,
-    skipped: int,
+    skipped: Mapping[str, int],
     rounds: int,
     events: int,
     decisions: Mapping[str, int],
@@ -95,6 +101,7 @@ def summarize(
 ) -> Report:
     """Compute the report from every job's record.
 
+    ``skipped`` is the workload's records skipped, by reason (``MappedWorkload.skipped``);
     ``jobs_total`` counts the workload's records, skipped ones included.
     """
     records = list(records)
@@ -119,10 +126,11 @@ def summarize(
         policy=policy,
         hosts=hosts,
         slots=slots,
-        jobs_total=len(records) + skipped,
+        jobs_total=len(records) + sum(skipped.values()),
         jobs_started=len(started),
         jobs_finished=len(ran),
-        jobs_skipped=skipped,
+        jobs_skipped=sum(skipped.values()),
+        jobs_skipped_by_reason=dict(skipped),
         jobs_rejected=rejected,
         jobs_never_started=len(records) - len(started) - rejected,
         jobs_rejected_queue_closed=sum(r.rejected_reason == REJECT_QUEUE_CLOSED for r in records),

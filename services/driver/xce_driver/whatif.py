@@ -97,6 +97,7 @@ from xce_driver.replay import (
     load_start,
 )
 from xce_driver.report import Report, summarize
+from xce_driver.workloads.swf import printable
 
 #: ``progress(phase, done, total)``: phase ``base`` and ``alt`` count bytes read of
 #: the two files, ``what-if`` the jobs done of the jobs known.
@@ -585,11 +586,11 @@ def _report(
     """``simulate``'s figures of one run (on the cluster of the snapshot)."""
     return summarize(
         records.values(),
-        workload=str(source),
+        workload=printable(str(source)),
         policy=snapshot.config.job_pick_plugin,
         hosts=len(snapshot.hosts),
         slots=sum(host.slots for host in snapshot.hosts),
-        skipped=0,
+        skipped={},  # an event file has no trace records to skip
         rounds=stats.rounds,
         events=stats.events,
         decisions=stats.decisions,

@@ -19,7 +19,26 @@ Defaults (each one overridable from the command line):
   first served. The priority is resolved when the job is submitted, from the queue
   definitions pushed to the core, so a queue redefined by ``--queues`` gives its
   jobs its own priority (``SimJob.priority`` None);
-* records with an unknown run time (-1) or no processors are skipped and counted.
+* records that cannot run are skipped and counted under the first reason that
+  applies, in this order (``SKIP_REASONS``): ``unknown_submit_time`` (field 2 is -1),
+  ``unknown_run_time`` (field 4 is -1), ``no_processors`` (neither field 8 nor
+  field 5 is above 0).
+
+As everywhere in the format, -1 means unknown. Any other negative value in a field
+the mapping reads (2, 4, 5, 8, 12, 15, and 10 with ``swf_memory``) is not SWF and is
+an error naming the file, line and field, not a skip: none of the archive logs in
+``../shared/workloads`` holds one (every negative value in them is -1).
+
+The machine size comes from the header only when no host count is given: then a
+``MaxProcs`` or ``MaxNodes`` that is there but not a whole number above 0 (``-4``,
+``0``, ``abc``), or given twice with different values, is an error naming the file,
+line and key (a header that gets its machine size wrong is not trusted for the
+other one either); -1 reads as absent. With a host count the header's machine size
+is not read at all, so a host count runs such a trace.
+
+Options that would change nothing are errors rather than silently ignored: a queue
+map none of whose numbers is the queue of a simulated record, and ``swf_memory``
+when no simulated record gives a requested memory (field 10).
 
 A simulated job keeps the trace's job number as its jobid, so results can be compared
 job by job with other simulators.
@@ -43,7 +62,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from xce_driver.workloads.swf import SwfError, SwfRecord, SwfTrace, parse_integer
+from xce_driver.workloads.swf import SWF_FIELDS, SwfError, SwfRecord, SwfTrace, parse_integer
 
 #: The queue every job goes to unless a queue map says otherwise (LSF's default).
 DEFAULT_QUEUE = "normal"
@@ -63,6 +82,19 @@ MAX_TIME_S = 10**10
 MAX_ID = 2**64 - 1
 #: Most memory a host offers or a task reserves, MB (2**40 MB, one exabyte).
 MAX_MEM_MB = 2**40
+
+#: Why a record is skipped, in the order they are tested: a record is counted under
+#: the first that applies. These are the keys of ``MappedWorkload.skipped``.
+SKIP_REASONS = ("unknown_submit_time", "unknown_run_time", "no_processors")
+#: Fields the mapping reads whose only negative value in the format is -1 (unknown).
+_UNKNOWN_OR_NATURAL = (
+    "submit_time",
+    "run_time",
+    "allocated_procs",
+    "requested_procs",
+    "user_id",
+    "queue_number",
+)
 
 
 class MappingError(ValueError):
@@ -179,7 +211,8 @@ class MappedWorkload:
 
     Attributes:
         jobs: jobs in submit order.
-        skipped: records skipped (unknown run time, or no processors).
+        skipped: records skipped, by reason: every key of ``SKIP_REASONS``, in that
+            order, → how many records were skipped for it.
         hosts: number of hosts.
         slots_per_host: job slots per host.
         origin_s: epoch second of the trace's time 0 (its ``UnixStartTime``).
@@ -188,7 +221,7 @@ class MappedWorkload:
     """
 
     jobs: tuple[SimJob, ...]
-    skipped: int
+    skipped: dict[str, int]
     hosts: int
     slots_per_host: int
     origin_s: int
@@ -225,12 +258,13 @@ def map_trace(
             ``MAX_MEM_MB``).
 
     Raises:
-        MappingError: no host count in the header and none given; a cluster shape
-            beyond the ceilings (a header value is named by file and key); a
-            malformed or too large ``UnixStartTime``; a job number that appears
-            twice; or a value of a kept record beyond its ceiling, named by file,
-            line and field: ``t.swf:12: field 4 (run_time): 9999999999 is too long;
-            ...``.
+        MappingError: no host count given and none valid in the header; a cluster
+            shape beyond the ceilings (a header value is named by file, line and
+            key); a malformed or too large ``UnixStartTime``; a job number that
+            appears twice; a negative value other than -1 in a field the mapping
+            reads; a value of a kept record beyond its ceiling, named by file, line
+            and field: ``t.swf:12: field 4 (run_time): 9999999999 is too long;
+            ...``; or a ``queue_map`` or ``swf_memory`` that changes no job.
     """
     size_key = None
     if hosts is None:
@@ -256,10 +290,10 @@ def map_trace(
     try:
         origin = trace.header.unix_start_time
     except SwfError as exc:
-        raise MappingError(f"{trace.source}: {exc}") from None
+        raise MappingError(str(exc)) from None
     if origin >= MAX_TIME_S:
         raise MappingError(
-            f"{trace.source}: header UnixStartTime: {origin} is not before {MAX_TIME_S:,} s "
+            f"{trace.header.where('UnixStartTime')}: {origin} is not before {MAX_TIME_S:,} s "
             "(the year 2286)"
         )
     queue_map = queue_map or QueueMap()
@@ -267,17 +301,21 @@ def map_trace(
     records = trace.records if max_jobs is None else trace.records[:max_jobs]
     jobs: list[SimJob] = []
     seen: set[int] = set()
-    skipped = 0
+    skipped = dict.fromkeys(SKIP_REASONS, 0)
+    queue_numbers: set[int] = set()
     for record in records:
         if record.job_number in seen:
             raise MappingError(f"{trace.source}: job number {record.job_number} appears twice")
         seen.add(record.job_number)
+        _check_negatives(record, trace.source, swf_memory)
         tasks_field = 8 if record.requested_procs > 0 else 5
         tasks = record.requested_procs if tasks_field == 8 else record.allocated_procs
-        if record.run_time < 0 or tasks <= 0 or record.submit_time < 0:
-            skipped += 1
+        reason = _skip_reason(record, tasks)
+        if reason is not None:
+            skipped[reason] += 1
             continue
         _check_record(record, trace.source, origin, tasks_field, swf_memory)
+        queue_numbers.add(record.queue_number)
         user = f"u{record.user_id}" if record.user_id >= 0 else "nobody"
         resreq = ""
         if swf_memory and record.requested_memory_kb > 0:
@@ -294,6 +332,8 @@ def map_trace(
             )
         )
     jobs.sort(key=lambda job: (job.submit_s, job.jobid))
+    if jobs:
+        _check_effect(trace.source, jobs, queue_numbers, queue_map, swf_memory)
     return MappedWorkload(
         jobs=tuple(jobs),
         skipped=skipped,
@@ -309,28 +349,98 @@ def _header_hosts(trace: SwfTrace) -> tuple[int, str]:
     """The host count the header gives (``MaxProcs``, else ``MaxNodes``) and its key.
 
     Raises:
-        MappingError: neither key holds a positive number, or the one used is above
-            ``MAX_HOSTS`` (naming the file and the key, and suggesting ``--hosts``).
+        MappingError: neither key is there (or both are -1, unknown), ``MaxProcs`` or
+            ``MaxNodes`` is there but not a whole number above 0, or the one used is
+            above ``MAX_HOSTS`` (naming the file, line and key, and suggesting
+            ``--hosts``).
     """
-    for key in ("MaxProcs", "MaxNodes"):
-        text = trace.header.values.get(key, "").split()
-        if not text:
-            continue
-        digits = text[0]
-        if digits.isascii() and digits.isdigit() and len(digits.lstrip("0")) > 7:
-            value = MAX_HOSTS + 1  # more digits than any count under the ceiling
-        else:
-            value = parse_integer(digits) or 0
-        if value < 1:
+    header = trace.header
+    try:
+        sizes = (("MaxProcs", header.max_procs), ("MaxNodes", header.max_nodes))
+    except SwfError as exc:
+        raise MappingError(f"{exc}; pass --hosts") from None
+    for key, value in sizes:
+        if value is None:
             continue
         if value > MAX_HOSTS:
-            shown = digits if len(digits) <= 20 else digits[:20] + "..."
             raise MappingError(
-                f"{trace.source}: header {key}: {shown} hosts is more than the ceiling of "
+                f"{header.where(key)}: {value} hosts is more than the ceiling of "
                 f"{MAX_HOSTS:,}; pass --hosts"
             )
         return value, key
     raise MappingError(f"{trace.source}: the header gives no MaxProcs or MaxNodes; pass --hosts")
+
+
+def _where(record: SwfRecord, source: str) -> str:
+    """``file:line`` of ``record`` for messages (its job number when it has no line)."""
+    return f"{source}:{record.line}" if record.line else f"{source} (job {record.job_number})"
+
+
+def _check_negatives(record: SwfRecord, source: str, swf_memory: bool) -> None:
+    """A negative value in a field the mapping reads is -1 (unknown), nothing else.
+
+    Raises:
+        MappingError: ``file:line: field N (name): -4 is negative ...``.
+    """
+    names = (*_UNKNOWN_OR_NATURAL, "requested_memory_kb") if swf_memory else _UNKNOWN_OR_NATURAL
+    for name in names:
+        value = getattr(record, name)
+        if value < 0 and value != -1:
+            raise MappingError(
+                f"{_where(record, source)}: field {SWF_FIELDS.index(name) + 1} ({name}): "
+                f"{value:g} is negative, and the format's only negative value is -1 (unknown)"
+            )
+
+
+def _skip_reason(record: SwfRecord, tasks: int) -> str | None:
+    """Why ``record`` (asking for ``tasks`` processors) cannot run: a key of
+    ``SKIP_REASONS``, the first that applies; None when it can."""
+    if record.submit_time < 0:
+        return "unknown_submit_time"
+    if record.run_time < 0:
+        return "unknown_run_time"
+    if tasks <= 0:
+        return "no_processors"
+    return None
+
+
+def _check_effect(
+    source: str,
+    jobs: list[SimJob],
+    queue_numbers: set[int],
+    queue_map: QueueMap | None,
+    swf_memory: bool,
+) -> None:
+    """A queue map or ``swf_memory`` that would change no job is refused, not ignored.
+
+    Args:
+        source: the trace, for messages.
+        jobs: the jobs built (at least one).
+        queue_numbers: the queue numbers (field 15) of their records.
+        queue_map: the map given, or None.
+        swf_memory: whether requested memory is reserved.
+
+    Raises:
+        MappingError: no job's queue number is one the map names, or no job got a
+            memory request.
+    """
+    if (
+        queue_map is not None
+        and queue_map.by_number
+        and not queue_numbers & queue_map.by_number.keys()
+    ):
+        named = ", ".join(str(number) for number in sorted(queue_map.by_number))
+        found = sorted(queue_numbers)
+        shown = ", ".join(map(str, found[:10])) + (", ..." if len(found) > 10 else "")
+        raise MappingError(
+            f"{source}: --swf-queues: no record simulated is in queue {named} (field 15); "
+            f"their queue numbers: {shown}"
+        )
+    if swf_memory and not any(job.resreq for job in jobs):
+        raise MappingError(
+            f"{source}: --swf-memory: no record simulated gives a requested memory "
+            "(field 10 is -1 or 0 in every one)"
+        )
 
 
 def _check_record(
@@ -341,7 +451,7 @@ def _check_record(
     Raises:
         MappingError: ``file:line: field N (name): value ...``.
     """
-    where = f"{source}:{record.line}" if record.line else f"{source} (job {record.job_number})"
+    where = _where(record, source)
     if not 0 <= record.job_number <= MAX_ID:
         raise MappingError(
             f"{where}: field 1 (job_number): {record.job_number} is outside 0 to {MAX_ID:,}"

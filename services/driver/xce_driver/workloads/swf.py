@@ -105,6 +105,21 @@ def show_text(text: str, limit: int = 40) -> str:
     return repr(text if len(text) <= limit else text[:limit] + "...")
 
 
+def printable(text: str) -> str:
+    """``text`` as valid UTF-8 for a terminal, a message or a JSON document.
+
+    A file name that is not valid UTF-8 is a valid path on Linux; Python holds its
+    undecodable bytes as lone surrogates (``surrogateescape``), which no UTF-8 output
+    can carry. They are shown as U+FFFD (``tr\\xffce.swf`` → ``tr�ce.swf``); any other
+    text is returned as it is.
+    """
+    try:
+        data = text.encode("utf-8", "surrogateescape")
+    except UnicodeEncodeError:  # a lone surrogate that no file name decodes to
+        data = text.encode("utf-8", "surrogatepass")
+    return data.decode("utf-8", "replace")
+
+
 def parse_integer(text: str) -> int | None:
     """``text`` as an integer if it is one as the format writes it (``-?[0-9]+``, at most
     ``MAX_DIGITS`` digits), else None."""
@@ -118,11 +133,27 @@ class SwfHeader:
     """The ``; Key: value`` header of an SWF file.
 
     ``values`` maps each key to its value text (the first occurrence); repeated keys
-    such as ``Queue`` and ``Note`` keep every occurrence in ``repeated``.
+    such as ``Queue`` and ``Note`` keep every occurrence in ``repeated``. ``lines``
+    maps each key to the line of its first occurrence and ``source`` names the file,
+    so that an error about a header value names the file and line (both are empty for
+    a header that was not read from a file).
+
+    As in the records, ``-1`` is the format's "unknown": a machine size or
+    ``UnixStartTime`` of -1 reads as if the key were absent.
     """
 
     values: dict[str, str] = field(default_factory=dict)
     repeated: dict[str, list[str]] = field(default_factory=dict)
+    lines: dict[str, int] = field(default_factory=dict)
+    source: str = ""
+
+    def where(self, key: str) -> str:
+        """``file:line: header Key``, naming where ``key`` is written, for messages
+        (``header Key`` alone when the header was not read from a file)."""
+        line = self.lines.get(key)
+        if not self.source:
+            return f"header {key}"
+        return f"{self.source}:{line}: header {key}" if line else f"{self.source}: header {key}"
 
     def int_value(self, key: str) -> int | None:
         """The first word of the header value of ``key`` as an integer (``-?[0-9]+``), or
@@ -130,35 +161,66 @@ class SwfHeader:
         text = self.values.get(key, "").split()
         return parse_integer(text[0]) if text else None
 
+    def _checked(self, key: str, minimum: int, what: str) -> int | None:
+        """The first word of ``key``'s value as a whole number of ``minimum`` or more;
+        None when the key is absent or its value is -1 (unknown).
+
+        Raises:
+            SwfError: the value is something else, or the key is given again with
+                another value (naming the file, the line and the key).
+        """
+        text = self.values.get(key)
+        if text is None:
+            return None
+        # A key repeated with another value: which one the archive meant is unknown.
+        firsts = dict.fromkeys(
+            (words or [""])[0] for words in map(str.split, self.repeated.get(key, []))
+        )
+        if len(firsts) > 1:
+            shown = ", then ".join(show_text(word) for word in firsts)
+            raise SwfError(f"{self.where(key)}: given again with another value ({shown})")
+        words = text.split()
+        value = parse_integer(words[0]) if words else None
+        if value == -1:
+            return None
+        if value is None and words and words[0].isascii() and words[0].isdigit():
+            raise SwfError(
+                f"{self.where(key)}: {show_text(words[0])} is too large "
+                f"(more than {MAX_DIGITS} digits)"
+            )
+        if value is None or value < minimum:
+            raise SwfError(f"{self.where(key)}: {show_text(text)} is not {what}")
+        return value
+
     @property
     def max_procs(self) -> int | None:
-        """``MaxProcs`` (processors in the machine), or None when absent."""
-        return self.int_value("MaxProcs")
+        """``MaxProcs`` (processors in the machine); None when absent or -1.
+
+        Raises:
+            SwfError: the key is there with another value that is not a whole number
+                above 0 (``t.swf:3: header MaxProcs: '-4' is not ...``).
+        """
+        return self._checked("MaxProcs", 1, "a whole number of processors above 0")
 
     @property
     def max_nodes(self) -> int | None:
-        """``MaxNodes`` (nodes in the machine), or None when absent."""
-        return self.int_value("MaxNodes")
+        """``MaxNodes`` (nodes in the machine); None when absent or -1.
+
+        Raises:
+            SwfError: as ``max_procs``.
+        """
+        return self._checked("MaxNodes", 1, "a whole number of nodes above 0")
 
     @property
     def unix_start_time(self) -> int:
-        """``UnixStartTime``: the epoch second of the trace's time 0 (0 when absent).
+        """``UnixStartTime``: the epoch second of the trace's time 0 (0 when absent or -1).
 
         Raises:
             SwfError: the key is there but its value is not a whole number of seconds,
-                0 or more (``header UnixStartTime: 'abc' is not ...``).
+                0 or more (``t.swf:12: header UnixStartTime: 'abc' is not ...``).
         """
-        text = self.values.get("UnixStartTime")
-        if text is None:
-            return 0
-        words = text.split()
-        value = parse_integer(words[0]) if words else None
-        if value is None or value < 0:
-            raise SwfError(
-                f"header UnixStartTime: {show_text(text)} is not a whole number of seconds "
-                "(0 or more)"
-            )
-        return value
+        value = self._checked("UnixStartTime", 0, "a whole number of seconds (0 or more)")
+        return 0 if value is None else value
 
     def queue_names(self) -> dict[int, str]:
         """Queue number → name from the ``; Queue: N name`` lines (empty when none)."""
@@ -258,15 +320,18 @@ def read_swf(path: str | Path) -> SwfTrace:
         path: the file.
 
     Returns:
-        The header and every job record, in file order.
+        The header and every job record, in file order; its ``source`` (and every
+        message) names the file as ``printable`` shows it.
 
     Raises:
         SwfError: the file is missing, unreadable, not gzip where named ``.gz``, or
             holds a malformed record (named by file, line and field).
     """
     path = Path(path)
+    source = printable(str(path))
     values: dict[str, str] = {}
     repeated: dict[str, list[str]] = {}
+    lines: dict[str, int] = {}
     records: list[SwfRecord] = []
     try:
         for number, line in enumerate(_lines(path), start=1):
@@ -278,15 +343,16 @@ def read_swf(path: str | Path) -> SwfTrace:
                 key = key.strip()
                 if sep and key and " " not in key:
                     values.setdefault(key, value.strip())
+                    lines.setdefault(key, number)
                     repeated.setdefault(key, []).append(value.strip())
                 continue
-            records.append(parse_record(stripped, where=f"{path}:{number}", line=number))
+            records.append(parse_record(stripped, where=f"{source}:{number}", line=number))
     except FileNotFoundError:
-        raise SwfError(f"{path}: no such file") from None
+        raise SwfError(f"{source}: no such file") from None
     except IsADirectoryError:
-        raise SwfError(f"{path}: is a directory, not a workload file") from None
+        raise SwfError(f"{source}: is a directory, not a workload file") from None
     except PermissionError:
-        raise SwfError(f"{path}: permission denied") from None
+        raise SwfError(f"{source}: permission denied") from None
     except (OSError, EOFError, zlib.error) as exc:  # gzip.BadGzipFile is an OSError
-        raise SwfError(f"{path}: cannot be read ({exc})") from None
-    return SwfTrace(SwfHeader(values, repeated), tuple(records), str(path))
+        raise SwfError(f"{source}: cannot be read ({exc})") from None
+    return SwfTrace(SwfHeader(values, repeated, lines, source), tuple(records), source)
