@@ -1253,8 +1253,7 @@ def test_help_is_plain_text(
     assert code == 0
     assert (
         "xce-sched: the scheduler developer's command line "
-        "(simulate, emulate, replay, events, explain)."
-        in out
+        "(simulate, emulate, replay, events, explain)." in out
     )
     assert "``" not in out
 
