@@ -456,3 +456,13 @@ def test_piped_mismatch_lines_are_whole_and_say_which_side_is_which(
     assert len(mismatch) == 1 and len(mismatch[0]) > 80
     assert "decision #" in mismatch[0] and "recorded 'h099', replayed 'h0" in mismatch[0]
     assert any(str(bad) in line for line in out.splitlines()), "the title was wrapped"
+
+
+def test_a_pause_after_the_last_event_shows_the_state_at_the_end(tmp_path: Path) -> None:
+    path = record(tmp_path / "r.jsonl", jobs=20)
+    last = max(line.ts for line in read_lines(path))
+    result = replay(path, ReplayOptions(pause_at=last + 10 * NS))
+    assert result.paused_at == last + 10 * NS
+    assert result.pause_summary.startswith(f"ts={last} ")
+    assert "jobs pending 0, running 0, suspended 0" in result.pause_summary
+    assert result.stats.events == replay(path).stats.events

@@ -496,12 +496,8 @@ def _replay_events(
                     f"snapshot at {format_ts(result.snapshot_ts)}"
                 )
             if options.pause_at is not None and not paused and line.ts > options.pause_at:
-                run.settle()
                 paused = True
-                summary = _state_summary(run.core, run.stats)
-                if pause is None or not pause(summary):
-                    result.paused_at = options.pause_at
-                    result.pause_summary = summary
+                if _pause(run, options.pause_at, pause, result):
                     return
             first_ts = line.ts if first_ts is None else first_ts
             _pace(options.speed, first_ts, line.ts, wall_start)
@@ -511,6 +507,22 @@ def _replay_events(
             raise ReplayError(f"{exc} (--force replays what it holds)") from None
         result.incomplete = str(exc)
     run.settle()
+    if options.pause_at is not None and not paused:
+        # A pause after the last event: the state then is the state at the end.
+        _pause(run, options.pause_at, pause, result)
+
+
+def _pause(
+    run: _Run, pause_at: int, pause: Callable[[str], bool] | None, result: ReplayResult
+) -> bool:
+    """Pause at ``pause_at`` with the state summary; True when the replay stops there."""
+    run.settle()
+    summary = _state_summary(run.core, run.stats)
+    if pause is not None and pause(summary):
+        return False
+    result.paused_at = pause_at
+    result.pause_summary = summary
+    return True
 
 
 def replay(
