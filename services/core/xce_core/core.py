@@ -51,7 +51,7 @@ from xce_schemas import (
 from xce_schemas.errors import describe
 from xce_schemas.events import ResourceType
 
-from xce_core.alloc.job import allocate_job
+from xce_core.alloc.job import allocate_job, job_never_fits
 from xce_core.alloc.primary import Placement, Unsatisfied, allocate_primary
 from xce_core.alloc.records import build_records
 from xce_core.clock import Clock
@@ -67,7 +67,7 @@ from xce_core.plugins import (
     QueueInfo,
 )
 from xce_core.preempt.preemptor import DROP, FINAL, Preemptor
-from xce_core.readiness import limit_hold, queue_hold
+from xce_core.readiness import exceeds_limits, limit_hold, queue_hold
 from xce_core.resreq.model import EMPTY
 from xce_core.resreq.parser import parse_resreq
 from xce_core.session import SessionState
@@ -600,6 +600,10 @@ class SchedCore:
                     outcome = holds[queue.name] = queue_hold(queue, session.from_s)
                 if outcome is None and queue.limited:
                     outcome = limit_hold(state, job, queue)
+                    if outcome is not None and not exceeds_limits(job, queue):
+                        # The limit is reached by what the queue runs now; a job that
+                        # could never run anyway says why, whatever the queue runs.
+                        outcome = job_never_fits(job, job.request, state) or outcome
                 if outcome is not None and job.jobid in state.preemptions:
                     plan = DROP  # held whatever room it gets: its preemption is moot
                 elif outcome is None:

@@ -19,7 +19,7 @@ from collections.abc import Callable
 
 from xce_schemas import JobAlloc, PendingCode
 
-from xce_core.alloc.primary import Placement, Unsatisfied, allocate_primary
+from xce_core.alloc.primary import Placement, Unsatisfied, allocate_primary, never_fits
 from xce_core.resreq.model import Alter, Compound, Primary, Resreq, ResreqError
 from xce_core.state import ClusterState, Job
 
@@ -50,24 +50,82 @@ def allocate_job(
         SessionCancelled: the session was cancelled; nothing is held.
     """
     if isinstance(request, ResreqError):
-        detail = request.message
-        if request.token and repr(request.token) not in detail:
-            detail = f"{detail} ({request.token!r})"
-        return Unsatisfied(PendingCode.BAD_RESREQ, resolvable=False, detail=detail)
+        return _bad(request)
     if isinstance(request, Alter):
-        # The reason is the first alternative's that can ever fit; a job whose
-        # alternatives are all bad pends with the first one's BAD_RESREQ.
-        first: Unsatisfied | None = None
+        failed: list[Unsatisfied] = []
         for alternative in request.alternatives:
             outcome = _allocate(job, alternative, state, check_cancel, build)
             if isinstance(outcome, JobAlloc):
                 return outcome
-            bad_so_far = first is not None and first.code is PendingCode.BAD_RESREQ
-            if first is None or (bad_so_far and outcome.code is not PendingCode.BAD_RESREQ):
-                first = outcome
-        assert first is not None, "an alternative request has alternatives"
-        return first
+            failed.append(outcome)
+        return _first_reason(failed)
     return _allocate(job, request, state, check_cancel, build)
+
+
+def job_never_fits(
+    job: Job, request: Resreq | ResreqError, state: ClusterState
+) -> Unsatisfied | None:
+    """Why ``job`` could never be placed by ``request``, whatever runs (a bad request,
+    no host selected, more than the hosts it can use hold: ``never_fits`` of each
+    primary), or None when it could be placed on an idle cluster.
+
+    A compound never fits when one of its parts never does (each part alone, so a
+    bound); an alternative request when none of its alternatives fits, with the
+    reason ``allocate_job`` would give.
+    """
+    if isinstance(request, ResreqError):
+        return _bad(request)
+    if isinstance(request, Alter):
+        failed: list[Unsatisfied] = []
+        for alternative in request.alternatives:
+            outcome = _never_fits(job, alternative, state)
+            if outcome is None:
+                return None
+            failed.append(outcome)
+        return _first_reason(failed)
+    return _never_fits(job, request, state)
+
+
+def _never_fits(job: Job, request: Primary | Compound, state: ClusterState) -> Unsatisfied | None:
+    if isinstance(request, Primary):
+        return never_fits(request, job.tasks, state)
+    mismatch = _tasks_mismatch(job, request)
+    if mismatch is not None:
+        return mismatch
+    for part in request.parts:
+        outcome = never_fits(part.primary, part.tasks, state)
+        if outcome is not None:
+            return outcome
+    return None
+
+
+def _bad(request: ResreqError) -> Unsatisfied:
+    """The outcome of a request that did not parse: BAD_RESREQ with the parser's words."""
+    detail = request.message
+    if request.token and repr(request.token) not in detail:
+        detail = f"{detail} ({request.token!r})"
+    return Unsatisfied(PendingCode.BAD_RESREQ, resolvable=False, detail=detail)
+
+
+def _first_reason(failed: list[Unsatisfied]) -> Unsatisfied:
+    """An alternative request's reason: the first alternative's that can ever fit; a
+    job whose alternatives are all bad pends with the first one's BAD_RESREQ."""
+    for outcome in failed:
+        if outcome.code is not PendingCode.BAD_RESREQ:
+            return outcome
+    assert failed, "an alternative request has alternatives"
+    return failed[0]
+
+
+def _tasks_mismatch(job: Job, request: Compound) -> Unsatisfied | None:
+    """BAD_RESREQ when the compound's parts do not add up to the job's tasks."""
+    if request.tasks == job.tasks:
+        return None
+    return Unsatisfied(
+        PendingCode.BAD_RESREQ,
+        resolvable=False,
+        detail=f"the compound requirement asks for {request.tasks} tasks, the job for {job.tasks}",
+    )
 
 
 def _allocate(
@@ -84,13 +142,9 @@ def _allocate(
         alloc = build(outcome)
         state.hold(alloc)
         return alloc
-    if request.tasks != job.tasks:
-        return Unsatisfied(
-            PendingCode.BAD_RESREQ,
-            resolvable=False,
-            detail=f"the compound requirement asks for {request.tasks} tasks, "
-            f"the job for {job.tasks}",
-        )
+    mismatch = _tasks_mismatch(job, request)
+    if mismatch is not None:
+        return mismatch
     held: list[JobAlloc] = []
     try:
         for part in request.parts:

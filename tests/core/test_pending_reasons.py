@@ -1,0 +1,111 @@
+"""A pending reason says what blocks the job, not what was checked first: a job that
+can never run gives the same reason on a full cluster as on an idle one (the quick
+"fewer free slots than tasks" test, and a queue's slot limit reached, come after what
+no load can change)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from xce_schemas import Pend
+
+from tests.builders import ClusterBuilder, Scenario, job_spec
+
+
+def two_hosts(**queue: Any) -> ClusterBuilder:
+    """h1 (4 slots, 8,000 MB, LINUX) and h2 (4 slots, 8,000 MB, AIX); a consumable
+    host resource ``gpu`` that no host has; queue ``normal``."""
+    builder = ClusterBuilder().queue("normal", **queue)
+    builder.host("h1", 4, type="LINUX", mem=8000).host("h2", 4, type="AIX", mem=8000)
+    return builder
+
+
+def scenario(builder: ClusterBuilder, full: bool) -> Scenario:
+    """The cluster, full (job 100 holds every slot) or idle, after a first round."""
+    if full:
+        builder = builder.job(100, tasks=8)
+    sc = builder.build()
+    sc.push(
+        {
+            "type": "RESOURCES_PUSH",
+            "ts": 0,
+            "payload": {"resources": [{"name": "gpu", "consumable": True}]},
+        }
+    )
+    sc.round(0)
+    return sc
+
+
+def reason_of(sc: Scenario, jobid: int, **spec: Any) -> tuple[str, str]:
+    """Submit job ``jobid`` at 1 s, run a round, and return its PEND's code and detail."""
+    sc.submit(job_spec(jobid, submit_s=1, **spec), at_s=1)
+    decided = sc.round(1)
+    assert [d[:2] for d in decided] == [("PEND", jobid)], decided
+    pend = next(d for d in reversed(sc.decisions) if isinstance(d, Pend) and d.jobid == jobid)
+    return pend.reason.main.value, pend.reason.detail
+
+
+CASES = [
+    ({"tasks": 1, "resreq": "select[fast]"}, "NO_HOST_SELECTED"),
+    ({"tasks": 2, "resreq": "select[type==SPARC] rusage[mem=10]"}, "NO_HOST_SELECTED"),
+    ({"tasks": 1, "resreq": "rusage[gpu=1]"}, "NOT_ENOUGH_RESOURCE"),
+    ({"tasks": 1, "resreq": "rusage[mem=9000]"}, "NOT_ENOUGH_RESOURCE"),
+    ({"tasks": 6, "resreq": "rusage[mem=3000]"}, "NOT_ENOUGH_RESOURCE"),
+    ({"tasks": 5, "resreq": "span[hosts=1]"}, "NOT_ENOUGH_HOSTS_FOR_SPAN"),
+    ({"tasks": 6, "resreq": "span[ptile=3] select[type==LINUX]"}, "NOT_ENOUGH_HOSTS_FOR_SPAN"),
+    ({"tasks": 5, "resreq": "select[type==LINUX]"}, "NOT_ENOUGH_SLOTS"),
+    ({"tasks": 9}, "JOB_LARGER_THAN_CLUSTER"),
+    ({"tasks": 2, "resreq": "{span[hosts=1] select[fast]} || {select[fast]}"}, "NO_HOST_SELECTED"),
+]
+IDS = [
+    "a select no host passes",
+    "a select no host passes, with rusage",
+    "rusage of a resource no host has",
+    "rusage of more memory than any host has",
+    "rusage: memory for 4 tasks of 3,000 MB in all, 6 asked",
+    "span[hosts=1] larger than any host",
+    "ptile=3 twice on the one LINUX host",
+    "more tasks than the selected hosts have slots",
+    "more tasks than the cluster has slots",
+    "an alternative request none of whose alternatives fits",
+]
+
+
+@pytest.mark.parametrize(("spec", "code"), CASES, ids=IDS)
+def test_a_job_that_can_never_run_gives_the_same_reason_full_or_idle(
+    spec: dict[str, Any], code: str
+) -> None:
+    idle = reason_of(scenario(two_hosts(), full=False), 1, **spec)
+    full = reason_of(scenario(two_hosts(), full=True), 1, **spec)
+    assert idle[0] == code
+    assert full == idle
+
+
+@pytest.mark.parametrize(("spec", "code"), CASES, ids=IDS)
+def test_a_queue_slot_limit_reached_does_not_hide_a_job_that_can_never_run(
+    spec: dict[str, Any], code: str
+) -> None:
+    # Job 100 holds 8 of the queue's 9 slots: a job that could run would pend
+    # QUEUE_SLOT_LIMIT; this one can never run, and says why.
+    limited = reason_of(scenario(two_hosts(max_running=9), full=True), 1, **spec)
+    assert limited[0] == code
+
+
+def test_a_job_that_could_run_pends_for_slots_or_for_the_queue_limit() -> None:
+    assert reason_of(scenario(two_hosts(), full=True), 1, tasks=2)[0] == "NOT_ENOUGH_SLOTS"
+    held = reason_of(scenario(two_hosts(max_running=9), full=True), 1, tasks=2)
+    assert held == ("QUEUE_SLOT_LIMIT", "limit 9 slots")
+
+
+def test_the_reason_of_a_job_that_never_fits_names_what_is_short() -> None:
+    sc = scenario(two_hosts(), full=True)
+    assert reason_of(sc, 1, tasks=5, resreq="select[type==LINUX]") == (
+        "NOT_ENOUGH_SLOTS",
+        "the hosts it can use have 4 slots, it asks for 5",
+    )
+    sc.submit(job_spec(2, tasks=6, resreq="rusage[mem=3000]", submit_s=1), at_s=1)
+    sc.round(1)
+    pend = next(d for d in reversed(sc.decisions) if isinstance(d, Pend) and d.jobid == 2)
+    assert [r.resource for r in pend.reason.resources] == ["mem"]
+    assert pend.reason.detail == "the hosts it can use hold the reservations of 4 of 6 tasks"
