@@ -15,7 +15,8 @@ from tests.builders import ClusterBuilder, Scenario, job_spec
 
 def two_hosts(**queue: Any) -> ClusterBuilder:
     """h1 (4 slots, 8,000 MB, LINUX) and h2 (4 slots, 8,000 MB, AIX); a consumable
-    host resource ``gpu`` that no host has; queue ``normal``."""
+    host resource ``gpu`` that no host has, a shared pool ``lic`` of 2; queue
+    ``normal``."""
     builder = ClusterBuilder().queue("normal", **queue)
     builder.host("h1", 4, type="LINUX", mem=8000).host("h2", 4, type="AIX", mem=8000)
     return builder
@@ -26,13 +27,13 @@ def scenario(builder: ClusterBuilder, full: bool) -> Scenario:
     if full:
         builder = builder.job(100, tasks=8)
     sc = builder.build()
-    sc.push(
-        {
-            "type": "RESOURCES_PUSH",
-            "ts": 0,
-            "payload": {"resources": [{"name": "gpu", "consumable": True}]},
-        }
-    )
+    resources = [
+        {"name": "gpu", "consumable": True},
+        {"name": "lic", "consumable": True, "shared": True},
+    ]
+    sc.push({"type": "RESOURCES_PUSH", "ts": 0, "payload": {"resources": resources}})
+    values = [{"resource": "lic", "value": 2}]
+    sc.push({"type": "RESVALS_DELTA", "ts": 0, "payload": {"values": values}})
     sc.round(0)
     return sc
 
@@ -57,6 +58,7 @@ CASES = [
     ({"tasks": 5, "resreq": "select[type==LINUX]"}, "NOT_ENOUGH_SLOTS"),
     ({"tasks": 9}, "JOB_LARGER_THAN_CLUSTER"),
     ({"tasks": 2, "resreq": "{span[hosts=1] select[fast]} || {select[fast]}"}, "NO_HOST_SELECTED"),
+    ({"tasks": 1, "resreq": "rusage[lic=3]"}, "NOT_ENOUGH_RESOURCE"),
 ]
 IDS = [
     "a select no host passes",
@@ -69,6 +71,7 @@ IDS = [
     "more tasks than the selected hosts have slots",
     "more tasks than the cluster has slots",
     "an alternative request none of whose alternatives fits",
+    "more of a shared pool than it holds",
 ]
 
 
@@ -109,3 +112,30 @@ def test_the_reason_of_a_job_that_never_fits_names_what_is_short() -> None:
     pend = next(d for d in reversed(sc.decisions) if isinstance(d, Pend) and d.jobid == 2)
     assert [r.resource for r in pend.reason.resources] == ["mem"]
     assert pend.reason.detail == "the hosts it can use hold the reservations of 4 of 6 tasks"
+
+
+def test_an_alternative_that_can_never_fit_does_not_name_the_reason() -> None:
+    """span[hosts=1] for 6 tasks never fits hosts of 4; span[ptile=3] waits for slots:
+    the job pends for slots (and could preempt), not for the impossible shape."""
+    sc = scenario(two_hosts(), full=True)
+    spec = {"tasks": 6, "resreq": "{span[hosts=1]} || {span[ptile=3]}"}
+    assert reason_of(sc, 1, **spec)[0] == "NOT_ENOUGH_SLOTS"
+    idle = scenario(two_hosts(), full=False)
+    idle.submit(job_spec(1, submit_s=1, **spec), at_s=1)
+    assert idle.round(1) == [("DISPATCH", 1, ("h1", "h2"))]
+
+
+def test_a_preemptor_whose_first_alternative_never_fits_still_preempts() -> None:
+    sc = (
+        ClusterBuilder()
+        .queue("urgent", priority=100, preemptible_queues=("normal",))
+        .queue("normal", priority=30, preemptible=True)
+        .host("h1", 4)
+        .host("h2", 4)
+        .job(100, tasks=8, priority=1)
+        .build()
+    )
+    sc.round(0)
+    spec = {"queue": "urgent", "priority": 10, "tasks": 6}
+    sc.submit(job_spec(1, resreq="{span[hosts=1]} || {span[ptile=3]}", submit_s=1, **spec), at_s=1)
+    assert sc.round(1) == [("PREEMPT", 1, (100,)), ("PEND", 1, "PREEMPT_WAIT")]

@@ -6,7 +6,8 @@
   so far is given back and the compound fails: no residue, slots or reservations.
 * ALTER (OR of compounds): the alternatives are tried in order; the first that
   allocates wins. When none does, the job pends with the first alternative's reason
-  (the preferred shape's).
+  (the preferred shape's) among those that could fit once running jobs free room, so
+  an alternative that can never fit neither names the reason nor stops preemption.
 
 The allocation returned is already held in the cluster state; every record in it
 carries the session's ``from`` (alloc-equality Req 4 AC 4). A cancelled session
@@ -108,12 +109,17 @@ def _bad(request: ResreqError) -> Unsatisfied:
 
 
 def _first_reason(failed: list[Unsatisfied]) -> Unsatisfied:
-    """An alternative request's reason: the first alternative's that can ever fit; a
-    job whose alternatives are all bad pends with the first one's BAD_RESREQ."""
+    """An alternative request's reason: the first alternative's that could fit once
+    running jobs free room (resolvable: preemption is tried for it); when none could,
+    the first that is not a bad request; a job whose alternatives are all bad pends
+    with the first one's BAD_RESREQ."""
+    assert failed, "an alternative request has alternatives"
+    for outcome in failed:
+        if outcome.resolvable:
+            return outcome
     for outcome in failed:
         if outcome.code is not PendingCode.BAD_RESREQ:
             return outcome
-    assert failed, "an alternative request has alternatives"
     return failed[0]
 
 
