@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 from xce_schemas import Pend
 
-from tests.builders import ClusterBuilder, Scenario, job_spec
+from tests.builders import NS, ClusterBuilder, Scenario, job_spec
 
 
 def two_hosts(**queue: Any) -> ClusterBuilder:
@@ -139,3 +139,58 @@ def test_a_preemptor_whose_first_alternative_never_fits_still_preempts() -> None
     spec = {"queue": "urgent", "priority": 10, "tasks": 6}
     sc.submit(job_spec(1, resreq="{span[hosts=1]} || {span[ptile=3]}", submit_s=1, **spec), at_s=1)
     assert sc.round(1) == [("PREEMPT", 1, (100,)), ("PEND", 1, "PREEMPT_WAIT")]
+
+
+@pytest.mark.parametrize(
+    ("spec", "change", "before", "after"),
+    [
+        (
+            {"tasks": 2, "resreq": "select[type==SPARC]"},
+            {
+                "type": "WORKERS_PUSH",
+                "payload": {"hosts": [{"name": "s1", "slots": 1, "type": "SPARC"}]},
+            },
+            "NO_HOST_SELECTED",
+            "NOT_ENOUGH_SLOTS",
+        ),
+        (
+            {"tasks": 5, "resreq": "span[hosts=1]"},
+            {
+                "type": "WORKERS_PUSH",
+                "payload": {"hosts": [{"name": "h1", "slots": 8, "max_mem_mb": 8000}]},
+            },
+            "NOT_ENOUGH_HOSTS_FOR_SPAN",
+            "NOT_ENOUGH_SLOTS",
+        ),
+        (
+            {"tasks": 1, "resreq": "rusage[gpu=1]"},
+            {
+                "type": "RESVALS_DELTA",
+                "payload": {"values": [{"resource": "gpu", "host": "h2", "value": 2}]},
+            },
+            "NOT_ENOUGH_RESOURCE",
+            "NOT_ENOUGH_SLOTS",
+        ),
+    ],
+    ids=["a SPARC host of 1 slot comes", "h1 grows to 8 slots", "h2 is given 2 gpus"],
+)
+def test_what_never_fitted_is_looked_at_again_when_the_hosts_change(
+    spec: dict[str, Any], change: dict[str, Any], before: str, after: str
+) -> None:
+    """The core remembers a request that can never fit while the hosts and resource
+    values keep their shape; a change of either is looked at at the next round."""
+    sc = scenario(two_hosts(), full=True)
+    assert reason_of(sc, 1, **spec)[0] == before
+    assert sc.round(2) == []  # remembered: nothing changed
+    sc.push({"ts": 3 * NS, **change})
+    assert sc.round(3) == [("PEND", 1, after)]  # could run once job 100 ends
+
+
+def test_a_select_on_load_values_is_looked_at_every_round() -> None:
+    builder = two_hosts().job(100, tasks=4, resreq="select[hname=='h1']")
+    sc = scenario(builder.job(101, tasks=4, resreq="select[hname=='h2']"), full=False)
+    # No host has 3 free slots: nothing passes the select.
+    assert reason_of(sc, 1, tasks=6, resreq="select[slots>=3]")[0] == "NO_HOST_SELECTED"
+    sc.finish(101, at_s=2)
+    # h2 passes now, and alone could never hold 6 tasks.
+    assert sc.round(2) == [("PEND", 1, "NOT_ENOUGH_SLOTS")]

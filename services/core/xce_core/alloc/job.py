@@ -20,7 +20,7 @@ from collections.abc import Callable
 
 from xce_schemas import JobAlloc, PendingCode
 
-from xce_core.alloc.primary import Placement, Unsatisfied, allocate_primary, never_fits
+from xce_core.alloc.primary import NeverMemo, Placement, Unsatisfied, allocate_primary, never_fits
 from xce_core.resreq.model import Alter, Compound, Primary, Resreq, ResreqError
 from xce_core.state import ClusterState, Job
 
@@ -34,6 +34,7 @@ def allocate_job(
     state: ClusterState,
     check_cancel: Callable[[], None],
     build: Build,
+    memo: NeverMemo | None = None,
 ) -> JobAlloc | Unsatisfied:
     """Allocate ``job`` by its request and hold the allocation.
 
@@ -43,6 +44,7 @@ def allocate_job(
         state: the cluster state; the allocation is held in it on success.
         check_cancel: the session's cancellation point.
         build: makes the allocation records of a placement.
+        memo: the session's memo of what no load changes (``NeverMemo``), if any.
 
     Returns:
         The held allocation, or ``Unsatisfied`` (nothing held).
@@ -55,16 +57,16 @@ def allocate_job(
     if isinstance(request, Alter):
         failed: list[Unsatisfied] = []
         for alternative in request.alternatives:
-            outcome = _allocate(job, alternative, state, check_cancel, build)
+            outcome = _allocate(job, alternative, state, check_cancel, build, memo)
             if isinstance(outcome, JobAlloc):
                 return outcome
             failed.append(outcome)
         return _first_reason(failed)
-    return _allocate(job, request, state, check_cancel, build)
+    return _allocate(job, request, state, check_cancel, build, memo)
 
 
 def job_never_fits(
-    job: Job, request: Resreq | ResreqError, state: ClusterState
+    job: Job, request: Resreq | ResreqError, state: ClusterState, memo: NeverMemo | None = None
 ) -> Unsatisfied | None:
     """Why ``job`` could never be placed by ``request``, whatever runs (a bad request,
     no host selected, more than the hosts it can use hold: ``never_fits`` of each
@@ -79,22 +81,24 @@ def job_never_fits(
     if isinstance(request, Alter):
         failed: list[Unsatisfied] = []
         for alternative in request.alternatives:
-            outcome = _never_fits(job, alternative, state)
+            outcome = _never_fits(job, alternative, state, memo)
             if outcome is None:
                 return None
             failed.append(outcome)
         return _first_reason(failed)
-    return _never_fits(job, request, state)
+    return _never_fits(job, request, state, memo)
 
 
-def _never_fits(job: Job, request: Primary | Compound, state: ClusterState) -> Unsatisfied | None:
+def _never_fits(
+    job: Job, request: Primary | Compound, state: ClusterState, memo: NeverMemo | None
+) -> Unsatisfied | None:
     if isinstance(request, Primary):
-        return never_fits(request, job.tasks, state)
+        return never_fits(request, job.tasks, state, memo)
     mismatch = _tasks_mismatch(job, request)
     if mismatch is not None:
         return mismatch
     for part in request.parts:
-        outcome = never_fits(part.primary, part.tasks, state)
+        outcome = never_fits(part.primary, part.tasks, state, memo)
         if outcome is not None:
             return outcome
     return None
@@ -140,9 +144,10 @@ def _allocate(
     state: ClusterState,
     check_cancel: Callable[[], None],
     build: Build,
+    memo: NeverMemo | None,
 ) -> JobAlloc | Unsatisfied:
     if isinstance(request, Primary):
-        outcome = _primary(job, request, job.tasks, state, check_cancel)
+        outcome = _primary(job, request, job.tasks, state, check_cancel, memo)
         if isinstance(outcome, Unsatisfied):
             return outcome
         alloc = build(outcome)
@@ -154,7 +159,7 @@ def _allocate(
     held: list[JobAlloc] = []
     try:
         for part in request.parts:
-            outcome = _primary(job, part.primary, part.tasks, state, check_cancel)
+            outcome = _primary(job, part.primary, part.tasks, state, check_cancel, memo)
             if isinstance(outcome, Unsatisfied):
                 _give_back(state, held)
                 return outcome
@@ -172,7 +177,12 @@ def _allocate(
 
 
 def _primary(
-    job: Job, primary: Primary, tasks: int, state: ClusterState, check_cancel: Callable[[], None]
+    job: Job,
+    primary: Primary,
+    tasks: int,
+    state: ClusterState,
+    check_cancel: Callable[[], None],
+    memo: NeverMemo | None,
 ) -> Placement | Unsatisfied:
     return allocate_primary(
         job,
@@ -183,6 +193,7 @@ def _primary(
         primary=primary,
         tasks=tasks,
         state=state,
+        memo=memo,
     )
 
 

@@ -40,7 +40,7 @@ from xce_core.alloc.free_index import FreeSlotIndex
 from xce_core.alloc.host_iter import SlotHostIter
 from xce_core.alloc.plan_iter import ParPlanIter, SinglePlanIter
 from xce_core.plugins import AllocPlan, AllocPlanIter, HostInfo, JobInfo
-from xce_core.resreq.model import EMPTY, Primary, Select
+from xce_core.resreq.model import EMPTY, Binary, Defined, Name, Node, Primary, Select, Unary
 from xce_core.resreq.order import sort_hosts
 from xce_core.resreq.select import compile_select
 from xce_core.state import EPSILON, ClusterState, Host
@@ -93,6 +93,16 @@ class Unsatisfied:
 
 
 Outcome = Placement | Unsatisfied
+
+#: What no load changes, known of a request: ``_never``'s verdict by (primary
+#: identity, tasks), with the primary (so a recycled identity never matches). The
+#: owner clears it when ``ClusterState.hosts_version`` moves; a request whose select
+#: reads load values (``slots``, ``mem``, a consumable) is never kept in it.
+NeverMemo = dict[tuple[int, int], tuple[Primary, "Unsatisfied | None"]]
+
+#: Names a select reads whose values move with load: the built-ins ``slots`` (free)
+#: and ``mem`` (left); any consumable resource is one too (value less reserved).
+_LOAD_NAMES = frozenset({"slots", "mem"})
 
 
 class Allocator(Protocol):
@@ -430,6 +440,7 @@ def allocate_primary(
     primary: Primary = EMPTY,
     tasks: int | None = None,
     state: ClusterState | None = None,
+    memo: NeverMemo | None = None,
 ) -> Outcome:
     """Allocate one primary requirement: the composition algorithm of the spec.
 
@@ -444,6 +455,7 @@ def allocate_primary(
         primary: the requirement (default: none).
         tasks: the slots to allocate (default ``job.tasks``; a compound part's count).
         state: the cluster state, needed when ``primary`` selects or reserves.
+        memo: the session's ``NeverMemo`` (None: nothing is remembered).
 
     Returns:
         ``Placement`` when a plan fits, else ``Unsatisfied`` with the reason
@@ -466,7 +478,7 @@ def allocate_primary(
     if index.total_free < tasks:
         # Too few free slots now, so no plan can fit; but a select that no host
         # passes (say) blocks the job as much on an idle cluster: diagnose decides.
-        return diagnose(request, state)
+        return diagnose(request, state, memo)
     plans = plans_for(primary, tasks, allocator)
     most = request.most if request.host_usages else None
     try:
@@ -492,7 +504,7 @@ def allocate_primary(
                     )
     finally:
         plans.close()
-    return diagnose(request, state)
+    return diagnose(request, state, memo)
 
 
 def _refused(
@@ -541,7 +553,9 @@ def _refused(
     return None
 
 
-def never_fits(primary: Primary, tasks: int, state: ClusterState) -> Unsatisfied | None:
+def never_fits(
+    primary: Primary, tasks: int, state: ClusterState, memo: NeverMemo | None = None
+) -> Unsatisfied | None:
     """Why ``primary`` for ``tasks`` slots could never be placed, whatever the running
     jobs hold: a bad request, no hosts, more than the cluster, or ``diagnose``'s
     load-independent reasons (no host selected, more than the hosts it can use hold
@@ -554,7 +568,7 @@ def never_fits(primary: Primary, tasks: int, state: ClusterState) -> Unsatisfied
     refused = _refused(primary, tasks, request, state.host_order, state.capacity)
     if refused is not None or request is None:
         return refused
-    return _never(request, state)
+    return _never(request, state, memo)
 
 
 def _plain(
@@ -588,11 +602,12 @@ def _plain(
     return _NO_PLAN
 
 
-def diagnose(request: _Request, state: ClusterState) -> Unsatisfied:
+def diagnose(request: _Request, state: ClusterState, memo: NeverMemo | None = None) -> Unsatisfied:
     """Why no plan fitted: the first of these that holds, what no load can change
     first (``_never``), so a reason never depends on what else runs:
 
-    * no ok host passes the select: NO_HOST_SELECTED (no ok host at all: slots);
+    * no ok host passes the select: NO_HOST_SELECTED (no ok host at all: slots;
+      resolvable only when the select reads load values);
     * a shared pool is too small even when unused: NOT_ENOUGH_RESOURCE (unresolvable);
     * the hosts it can use could not hold the tasks even idle: NOT_ENOUGH_RESOURCE
       when their slots would but the reservations would not, else NOT_ENOUGH_SLOTS;
@@ -610,7 +625,7 @@ def diagnose(request: _Request, state: ClusterState) -> Unsatisfied:
       reserved per host is short for the hosts it takes): NOT_ENOUGH_RESOURCE; or no
       ``same[]`` group has the slots: NOT_ENOUGH_SLOTS naming it.
     """
-    never = _never(request, state)
+    never = _never(request, state, memo)
     if never is not None:
         return never
     short = request.shared_short(1)
@@ -648,14 +663,67 @@ def diagnose(request: _Request, state: ClusterState) -> Unsatisfied:
     return Unsatisfied(PendingCode.NOT_ENOUGH_RESOURCE, resolvable=True, resources=names)
 
 
-def _never(request: _Request, state: ClusterState) -> Unsatisfied | None:
+def _never(
+    request: _Request, state: ClusterState, memo: NeverMemo | None = None
+) -> Unsatisfied | None:
     """The load-independent part of ``diagnose``: why the request could not be
-    placed even with no job running, or None.
+    placed even with no job running, or None; from ``memo`` when it is known.
 
     It walks the ok hosts that pass the select, in host order, and stops as soon as
     they could hold the request idle (``_Request.most_idle``): without ``span[]``,
-    their slots add up to the tasks; with one, enough of them hold its shares.
+    their slots add up to the tasks; with one, enough of them hold its shares. (A
+    select on load values, ``slots`` or ``mem``, is taken as it is at the walk.)
     """
+    primary = request.primary
+    key = (id(primary), request.tasks)
+    known = None if memo is None else memo.get(key)
+    if known is not None and known[0] is primary:
+        return known[1]
+    verdict = _walk(request, state)
+    if memo is not None and not _reads_load(primary.select, state):
+        if len(memo) > 65536:
+            memo.clear()
+        memo[key] = (primary, verdict)
+    return verdict
+
+
+def _reads_load(select: Select | None, state: ClusterState) -> bool:
+    """Whether ``select`` reads a value that moves with load (``_LOAD_NAMES`` or a
+    consumable resource)."""
+    if select is None:
+        return False
+    names = _names(select)
+    resources = state.resources
+    return any(
+        name in _LOAD_NAMES or (name in resources and resources[name].consumable) for name in names
+    )
+
+
+def _names(select: Select) -> frozenset[str]:
+    """The resource names ``select`` reads (memoised per select object)."""
+    entry = _NAMES.get(id(select))
+    if entry is None or entry[0] is not select:
+        if len(_NAMES) > 65536:
+            _NAMES.clear()
+        found: set[str] = set()
+        stack: list[Node] = [select.expr]
+        while stack:
+            node = stack.pop()
+            if isinstance(node, Name | Defined):
+                found.add(node.name)
+            elif isinstance(node, Unary):
+                stack.append(node.operand)
+            elif isinstance(node, Binary):
+                stack.extend((node.left, node.right))
+        entry = _NAMES[id(select)] = (select, frozenset(found))
+    return entry[1]
+
+
+_NAMES: dict[int, tuple[Select, frozenset[str]]] = {}
+
+
+def _walk(request: _Request, state: ClusterState) -> Unsatisfied | None:
+    """``_never``'s verdict, computed."""
     tasks = request.tasks
     shape = span_plan(request.primary, tasks)
     big, big_needed, small, small_needed = (0, 0, 0, 0) if shape is None else shape.shares()
@@ -682,7 +750,9 @@ def _never(request: _Request, state: ClusterState) -> Unsatisfied | None:
         if fits:
             break
     if ok and not selected:  # (no ok host at all: too few slots, below)
-        return Unsatisfied(PendingCode.NO_HOST_SELECTED, resolvable=True)
+        # Freeing room can only help a select that reads load values.
+        resolvable = _reads_load(request.primary.select, state)
+        return Unsatisfied(PendingCode.NO_HOST_SELECTED, resolvable=resolvable)
     short = request.shared_short(1, idle=True)
     if short:
         return Unsatisfied(
