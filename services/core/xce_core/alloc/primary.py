@@ -350,9 +350,10 @@ class _Request:
         """The most slots, at most ``slots``, a share on ``host`` can take now: its
         free slots, as far as what is left of each resource covers the reservations
         (0 when a per-host one, or the first host's per-job one, does not fit)."""
+        free = host.free
         return self._limit(
             host,
-            min(host.free, slots),
+            slots if slots <= free else free,
             first,
             self.state.available,  # type: ignore[arg-type]
         )
@@ -378,22 +379,26 @@ class _Request:
     ) -> int:
         """``slots`` cut down to what the host reservations allow, ``left_of(host,
         resource)`` being what there is of each (None: the host has none)."""
+        if slots <= 0:
+            return 0
         for resource, value, _, method in self.host_usages:
-            if slots <= 0:
-                return 0
-            if method is ReserveMethod.PER_JOB and not first:
-                continue  # reserved on the allocation's first host only
-            left = left_of(host, resource)
-            if left is None:
-                return 0
-            if method is not ReserveMethod.PER_TASK:
-                if left + EPSILON < value:
+            if method is ReserveMethod.PER_TASK:
+                left = left_of(host, resource)
+                if left is None:
                     return 0
-            elif value > 0:
-                slots = min(slots, int((left + EPSILON) // value))
-                while slots > 0 and left + EPSILON < value * slots:  # rounding
-                    slots -= 1
-        return max(slots, 0)
+                if left + EPSILON < value * slots:  # not the whole share: how much
+                    if value <= 0:  # nothing asked, and less than nothing left
+                        return 0
+                    slots = int((left + EPSILON) // value)
+                    while slots > 0 and left + EPSILON < value * slots:  # rounding
+                        slots -= 1
+                    if slots <= 0:
+                        return 0
+            elif method is ReserveMethod.PER_HOST or first:  # per job: first host only
+                left = left_of(host, resource)
+                if left is None or left + EPSILON < value:
+                    return 0
+        return slots
 
 
 def _candidates(
