@@ -133,8 +133,10 @@ def test_dispatched_iff_the_usable_free_slots_add_up(
 def test_the_unsatisfiable_cache_never_pends_a_job_that_would_start(
     hosts: list[HostCase], shapes: list[tuple[int, str]]
 ) -> None:
-    """Req 7: jobs of a few shapes, with and without the cache: the same decisions
-    (a hit pends a job only when allocating it would have failed too)."""
+    """Req 7: jobs of a few shapes, with and without the cache: the same jobs start,
+    on the same hosts (a hit pends a job only when allocating it would have failed
+    too). A hit keeps the reason first found (Req 7 AC 5), which a later attempt,
+    with less free, may name differently: reasons are not compared."""
     runs = []
     for cache in (True, False):
         jobs = [
@@ -143,7 +145,7 @@ def test_the_unsatisfiable_cache_never_pends_a_job_that_would_start(
         ]
         sc = filled(fragmented(hosts), *jobs)
         sc.core.unsatisfiable_cache = cache
-        runs.append(sc.round(1))
+        runs.append([d if d[0] == "DISPATCH" else d[:2] for d in sc.round(1)])
     assert runs[0] == runs[1]
 
 
