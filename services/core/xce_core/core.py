@@ -51,8 +51,8 @@ from xce_schemas import (
 from xce_schemas.errors import describe
 from xce_schemas.events import ResourceType
 
-from xce_core.alloc.job import allocate_job
-from xce_core.alloc.primary import Placement, Unsatisfied, allocate_primary
+from xce_core.alloc.job import allocate_job, job_never_fits
+from xce_core.alloc.primary import NeverMemo, Placement, Unsatisfied, allocate_primary
 from xce_core.alloc.records import build_records
 from xce_core.clock import Clock
 from xce_core.errors import ConfigError, EventError, PluginError, SessionCancelled
@@ -67,7 +67,7 @@ from xce_core.plugins import (
     QueueInfo,
 )
 from xce_core.preempt.preemptor import DROP, FINAL, Preemptor
-from xce_core.readiness import limit_hold, queue_hold
+from xce_core.readiness import exceeds_limits, limit_hold, queue_hold
 from xce_core.resreq.model import EMPTY
 from xce_core.resreq.parser import parse_resreq
 from xce_core.session import SessionState
@@ -185,6 +185,10 @@ class SchedCore:
         # Pending reasons depend only on the hosts' shape: one shared object per code.
         self._reasons: dict[tuple[PendingCode, tuple[str, ...], str], PendingReason] = {}
         self._reasons_version = -1
+        # What no load changes, known of each request (alloc.primary.NeverMemo), while
+        # the hosts and resource values keep their shape.
+        self._never: NeverMemo = {}
+        self._never_version = -1
         self.picker: JobPicker = self._make_picker(self.state.config.job_pick_plugin, None)
         self._handlers: dict[str, Callable[[Any], None]] = {
             "CONFIG_PUSH": self._on_config_push,
@@ -392,6 +396,7 @@ class SchedCore:
                 )
         for resource in event.payload.resources:
             self.state.resources[resource.name] = resource
+        self.state.forget_values()  # a resource turned consumable reads as load
 
     def _check_resvals(self, event_type: str, values: tuple[ResVal, ...]) -> None:
         for index, val in enumerate(values):
@@ -575,6 +580,9 @@ class SchedCore:
         self._expire_reservations(event.ts // 1_000_000_000)
         state.sessions += 1
         session = self._session = SessionState(state.sessions, event.ts)
+        if self._never_version != state.hosts_version:
+            self._never.clear()
+            self._never_version = state.hosts_version
         emit = self.on_decision
         emit(NewSession(ts=event.ts, session=session.number))
         self._resume_preempted(session)
@@ -600,6 +608,11 @@ class SchedCore:
                     outcome = holds[queue.name] = queue_hold(queue, session.from_s)
                 if outcome is None and queue.limited:
                     outcome = limit_hold(state, job, queue)
+                    if outcome is not None and not exceeds_limits(job, queue):
+                        # The limit is reached by what the queue runs now; a job that
+                        # could never run anyway says why, whatever the queue runs.
+                        never = job_never_fits(job, job.request, state, self._never)
+                        outcome = never or outcome
                 if outcome is not None and job.jobid in state.preemptions:
                     plan = DROP  # held whatever room it gets: its preemption is moot
                 elif outcome is None:
@@ -672,6 +685,7 @@ class SchedCore:
             state,
             self.view.check_cancel,
             partial(self._records, job.jobid, session=session),
+            self._never,
         )
 
     # --- preemption (Req 6) ---------------------------------------------------------

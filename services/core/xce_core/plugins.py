@@ -267,14 +267,22 @@ class AllocPlan:
     fills ``span[ptile=N]``. A ``balanced`` plan (``span[hosts=N]``) spreads them as
     evenly as possible instead: some hosts take ⌈tasks/nhosts⌉, the others one less.
 
+    A ``packed`` plan is the tasks wherever the free slots are, as LSF places a job
+    without ``span[]``: each candidate host in turn takes what it can hold, at most
+    ``slots_per_host`` (all it has free when that is less), until every task is
+    placed, on as many hosts as that takes (``nhosts``, the fewest it could use, is
+    only a bound).
+
     ``shares()`` gives the plan as ``(big, big_count, small, small_count)``: hosts
-    taking ``big`` slots and hosts taking ``small`` (``small_count`` may be 0).
+    taking ``big`` slots and hosts taking ``small`` (``small_count`` may be 0); a
+    packed plan has no fixed shares (``min_share()`` still holds).
     """
 
     nhosts: int
     slots_per_host: int
     tasks: int
     balanced: bool = False
+    packed: bool = False
 
     @property
     def last_host_slots(self) -> int:
@@ -292,6 +300,14 @@ class AllocPlan:
         if last == self.slots_per_host:
             return last, self.nhosts, last, 0
         return self.slots_per_host, self.nhosts - 1, last, 1
+
+    def min_share(self) -> int:
+        """The fewest free slots a host needs to take part in the plan (slots): 1 for
+        a packed plan, else its smallest share."""
+        if self.packed:
+            return 1
+        big, _, small, small_count = self.shares()
+        return small if small_count else big
 
 
 class AllocPlanIter(Protocol):

@@ -217,9 +217,10 @@ class ClusterState:
     """Every piece of mutable scheduling state, owned by one ``SchedCore``.
 
     ``hosts_version`` increases whenever a host is added or its capacity or status
-    changes (not when jobs take or give slots), so memos of what depends only on the
-    hosts' shape stay correct. It is a cache key, not state: its value is never
-    compared, only whether it moved (``CACHE`` marks such fields).
+    changes, or resource values or definitions change (not when jobs take or give
+    slots), so memos of what depends only on the hosts' shape stay correct. It is a
+    cache key, not state: its value is never compared, only whether it moved
+    (``CACHE`` marks such fields).
 
     ``preemptions`` holds the preemptions in flight by preemptor jobid.
     ``queue_slots`` and ``user_slots`` are the slots running jobs hold per queue and
@@ -312,9 +313,11 @@ class ClusterState:
         return values
 
     def forget_values(self) -> None:
-        """Drop every host's cached select values (resource values changed)."""
+        """Drop every host's cached select values (resource values or definitions
+        changed); memos of what depends on them go too (``hosts_version``)."""
         for host in self.host_order:
             host.values = None
+        self.hosts_version += 1
 
     def available(self, host: Host, resource: str) -> float | None:
         """How much of a consumable host resource is left on ``host`` (None: the host

@@ -525,3 +525,26 @@ def test_a_job_that_can_never_run_does_not_keep_a_victim_suspended() -> None:
     assert pend.reason.detail == "the job's 9 slots exceed the limit of 8 slots"
     sc.finish(2, at_s=4)
     assert sc.round(4)[0] == ("RESUME", 1, None)
+
+
+@pytest.mark.parametrize(
+    "resreq",
+    ["span[hosts=1]", "span[ptile=3]", "select[hname=='h1']"],
+    ids=[
+        "span[hosts=1] larger than any host",
+        "ptile larger than any host",
+        "more tasks than the selected host has slots",
+    ],
+)
+def test_a_job_whose_request_never_fits_does_not_keep_a_victim_suspended(resreq: str) -> None:
+    sc = urgent_and_normal().host("h1", slots=2).host("h2", slots=2).job(1, tasks=4).build()
+    sc.round(1)
+    sc.submit(job_spec(2, queue="urgent", tasks=4, priority=5), at_s=2)
+    assert sc.round(2)[0] == ("PREEMPT", 2, (1,))
+    sc.state_change(1, JobState.SUSP, at_s=2)
+    sc.round(2)
+    # 3 tasks on hosts of 2 slots, or on h1 alone: never, whatever runs.
+    sc.submit(job_spec(3, queue="urgent", priority=9, tasks=3, resreq=resreq), at_s=3)
+    assert [d[:2] for d in sc.round(3)] == [("PEND", 3)]
+    sc.finish(2, at_s=4)
+    assert sc.round(4)[0] == ("RESUME", 1, None)

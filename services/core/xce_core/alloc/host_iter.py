@@ -1,7 +1,8 @@
 """Lazy host-candidate iterator for one plan (``xce_host_iter_t``, Req 3).
 
 It yields, in host order, the hosts that pass the plan's host filter: an ok status
-and at least the plan's smallest per-host demand of free slots. Candidates come from
+and at least the plan's smallest per-host demand of free slots (one for a packed
+plan). Candidates come from
 the free-slot index, so hosts that cannot take the plan are never looked at.
 """
 
@@ -36,10 +37,7 @@ class SlotHostIter:
         check_cancel: Callable[[], None],
     ) -> None:
         self._hosts = hosts
-        big, _, small, small_count = plan.shares()
-        self._positions: Iterator[int] | None = index.positions_at_least(
-            small if small_count else big
-        )
+        self._positions: Iterator[int] | None = index.positions_at_least(plan.min_share())
         self._check_cancel = check_cancel
         self.evaluated = 0
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from xce_schemas import SLOTS, HostStatus, JobState, PendingCode
 
+from xce_core.alloc.job import job_never_fits
 from xce_core.alloc.primary import compiled
 from xce_core.preempt.trial import primaries, shared_wanted
 from xce_core.readiness import exceeds_limits, limit_hold
@@ -79,12 +80,14 @@ def _fits_empty(state: ClusterState, primary: Primary, host: Host) -> bool:
 class Waiting:
     """The pending jobs that wait for resources or slot limits, by distinct request:
     for each, the highest priority among them and that job. Jobs that can never
-    start (asking more slots than their queue's limit) do not wait. Built once per
-    session, when first needed."""
+    start (asking more slots than their queue's limit, or than the hosts they can
+    use could hold: ``job_never_fits``) do not wait. Built once per session, when
+    first needed."""
 
     def __init__(self, state: ClusterState) -> None:
         self.state = state
         best: dict[int, tuple[int, Resreq, int]] = {}
+        never: dict[tuple[int, int], bool] = {}  # by (request identity, tasks)
         for job in state.jobs.values():
             if job.state is not JobState.PEND or isinstance(job.request, ResreqError):
                 continue
@@ -92,6 +95,11 @@ class Waiting:
             if reason is not None and reason.main not in WAITING:
                 continue  # held by something no room would cure
             if exceeds_limits(job, state.queues[job.queue]):
+                continue
+            shape = (id(job.request), job.tasks)
+            if shape not in never:
+                never[shape] = job_never_fits(job, job.request, state) is not None
+            if never[shape]:
                 continue
             key = id(job.request)
             known = best.get(key)
