@@ -51,7 +51,15 @@ class CoreMetrics:
         )
         self.decisions_skipped = Counter(
             "xce_core_decisions_skipped",
-            "Decisions of re-processed events already on the stream before a restart",
+            "Decisions of re-processed events not published again: on XCE_DECISIONS "
+            "already, up to the core's last decision there at start",
+            registry=r,
+        )
+        self.foreign_messages = Counter(
+            "xce_core_foreign_messages",
+            "Messages the core did not write found on its streams (at start, or after a "
+            "publish they got in the way of), by stream; skipped, never waited on",
+            ["stream"],
             registry=r,
         )
         self.dead_letters = Counter(
