@@ -145,6 +145,7 @@ def test_decisions_on_the_bus_equal_an_in_process_core(bus: tuple[str, str]) -> 
     dispatches = sum(b'"op":"DISPATCH"' in d for d in expected)
     assert sample("xce_core_decisions_total", {"op": "DISPATCH"}) == dispatches
     assert sample("xce_core_checkpoint_seq") == len(events)
+    assert (sample("xce_core_last_round_timestamp_seconds") or 0) > 0
     # The job gauges are by queue, as the reference core's jobs are after the last round.
     for state, name in ((JobState.PEND, "pending"), (JobState.RUN, "running")):
         for queue in reference.state.queues:

@@ -21,7 +21,9 @@ of messages at a time; a message holds one event, or a batch of them
    (``CoreCheckpoint``: the last event's sequence and ``save_snapshot(core)``) is
    written to Redis in one ``SET``;
 5. after a batch with a ``BEGIN_ROUND``, the ``CoreStatus`` hash
-   ``xce:core:status`` (last round, job counts, lag) that the admin API shows.
+   ``xce:core:status`` (last round, job counts, lag) that the admin API shows; and
+   at least every ``HEARTBEAT_S`` while the service runs, its heartbeat there, so
+   that the admin API tells a dead core from one that gets no rounds.
 
 Batching changes no decision (the core sees the same events in the same order);
 it takes the waits for acknowledgements off each event (one round trip per batch
@@ -171,6 +173,8 @@ STOP_GRACE_S = 5.0
 #: How many messages back from the end of ``XCE_DECISIONS`` (``XCE_RECORD``) a
 #: starting service looks for its own last one, past other publishers' messages.
 RESUME_LOOKBACK = 10_000
+#: How often the service writes its heartbeat into ``xce:core:status``, s.
+HEARTBEAT_S = 1.0
 
 
 class CheckpointError(ValueError):
@@ -331,6 +335,8 @@ class CoreService:
         #: Events taken since the last checkpoint (a message may hold several).
         self._since_checkpoint = 0
         self._watermark: _Watermark | None = None
+        self._beat_at = -HEARTBEAT_S  # monotonic time of the last heartbeat written
+        self._beat_written = True  # the last one was written (or none was tried)
         self._decisions_out: ChainedPublisher | None = None
         #: Recording messages made but not yet on ``XCE_RECORD`` (see ``_flush_records``).
         self._records_out: ChainedPublisher | None = None
@@ -632,6 +638,7 @@ class CoreService:
         sub = await self._subscribe()
         try:
             while not self._stop.is_set():
+                await self._heartbeat()
                 msgs = await self._fetch(sub)
                 if msgs:
                     async with self._busy:
@@ -850,17 +857,44 @@ class CoreService:
         self.metrics.events_seq.set(self.seq)
         if batch.round_ts is not None:
             await self._publish_status(batch.round_ts)
+        else:
+            await self._heartbeat()
         await self._record_transitions()
         if self._count_checkpoint_due():
             await self._checkpoint()
 
+    async def _heartbeat(self) -> None:
+        """Write ``heartbeat`` and ``seq`` into ``xce:core:status`` (``CoreStatus``)
+        once ``HEARTBEAT_S`` passed since the last write: the admin API tells from it
+        a core that runs from one that is gone. A Redis failure is logged; the next
+        heartbeat tries again."""
+        started = time.monotonic()
+        if started - self._beat_at < HEARTBEAT_S:
+            return
+        self._beat_at = started
+        assert self._redis is not None
+        fields: dict[FieldT, EncodableT] = {"heartbeat": str(time.time()), "seq": str(self.seq)}
+        try:
+            await self._redis.hset(CORE_STATUS_KEY, mapping=fields)
+        except RedisError as exc:
+            if self._beat_written:  # once per outage, not every second
+                log.warning("heartbeat not written (%s); the admin API shows the core down", exc)
+            self._beat_written = False
+        else:
+            self._beat_written = True
+
     async def _publish_status(self, round_ts: int) -> None:
         """Write the ``CoreStatus`` hash (``xce:core:status``) after a round, for the
-        admin API; a Redis failure is logged and the next round tries again."""
+        admin API, heartbeat included; a Redis failure is logged and the next round
+        tries again."""
         assert self._redis is not None
         sample = self.metrics.registry.get_sample_value
+        now = time.time()
+        self.metrics.last_round.set(now)
+        self._beat_at = time.monotonic()
         status = CoreStatus(
             seq=self.seq,
+            heartbeat=now,
             last_round_ts=round_ts,
             round_seconds=self._round_s,
             pending=self.metrics.totals[0],
@@ -868,7 +902,7 @@ class CoreService:
             suspended=self.metrics.totals[2],
             lag_seconds=sample("xce_core_event_lag_seconds") or 0.0,
             events_waiting=int(sample("xce_core_events_waiting") or 0),
-            updated=time.time(),
+            updated=now,
         )
         fields: dict[FieldT, EncodableT] = {k: v for k, v in to_hash(status).items()}
         try:

@@ -66,6 +66,11 @@ class CoreMetrics:
             "xce_core_dead_letters", "Events rejected to the dead-letter subject", registry=r
         )
         self.rounds = Counter("xce_core_rounds", "Scheduling rounds (BEGIN_ROUND)", registry=r)
+        self.last_round = Gauge(
+            "xce_core_last_round_timestamp_seconds",
+            "Wall time the core finished its last scheduling round, s since the epoch",
+            registry=r,
+        )
         self.round_duration = Histogram(
             "xce_core_round_duration_seconds",
             "Wall time of one scheduling round, s",
