@@ -18,7 +18,9 @@
 3. it forwards every decision of ``XCE_DECISIONS``, in stream order, through a
    durable pull consumer (``xce-bridge``), to ``xce.ctl.decisions.<OP>`` (stream
    ``XCE_CTL_DECISIONS``, message id and header ``Xce-Decision-Id`` = the decision's
-   id), and acknowledges it once the forward is stored.
+   id), and acknowledges it once the forward is stored; a message on the stream
+   without a core decision id (``xce-core:<seq>:<index>``) is another publisher's:
+   logged, counted (``xce_bridge_foreign_decisions_total``), not forwarded.
 
 **Order and exactly-once on XCE_EVENTS.** The bridge is the only publisher of the
 stream. Events are published in the order they were stamped, in batch messages
@@ -73,6 +75,7 @@ from xce_schemas.bus import (
     MSG_ID_HEADER,
     DeadLetter,
     deadletter_subject,
+    parse_decision_msg_id,
 )
 from xce_schemas.controller import (
     BRIDGE_CTL_DURABLE,
@@ -672,17 +675,29 @@ class Bridge:
             batch: list[Outgoing] = []
             for item in fresh:
                 op = item.subject[len(DECISIONS_PREFIX) :]
+                decision_id = item.headers.get(MSG_ID_HEADER, "")
+                if parse_decision_msg_id(decision_id) is None:
+                    # Anyone may publish on xce.decisions.>; only the core's go out.
+                    log.warning(
+                        "%s seq %d on %s is not the core's (id %r); not forwarded",
+                        DECISIONS_STREAM,
+                        item.seq,
+                        item.subject,
+                        decision_id,
+                    )
+                    self.metrics.foreign_decisions.inc()
+                    continue
                 try:
                     subject = ctl_decision_subject(op)
                 except ValueError:
                     log.warning("decision on %s names no op; not forwarded", item.subject)
                     continue
-                decision_id = item.headers.get(MSG_ID_HEADER) or f"xce-bridge:decision:{item.seq}"
                 headers = {DECISION_ID_HEADER: decision_id}
                 batch.append(Outgoing(subject, item.data, decision_id, headers, tag=(op, item.seq)))
-            if batch:
-                await forward.publish(batch, self._forwarded)
-            elif fresh:  # nothing to forward in it: done all the same
+            # Done with every message of ``fresh`` once its forwards are stored, the
+            # ones not forwarded included (else the last of them would not be
+            # acknowledged until a later decision, and delivered again meanwhile).
+            if fresh and (not batch or await forward.publish(batch, self._forwarded) == len(batch)):
                 self._forward_done = max(self._forward_done, fresh[-1].seq)
             done = deliveries(fresh, stale)
             await ack_last([msg for msg in done if stream_seq(msg) <= self._forward_done])

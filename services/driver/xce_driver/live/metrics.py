@@ -198,6 +198,11 @@ class BridgeMetrics:
             registry=r,
         )
         self.rounds = Counter("xce_bridge_rounds", "BEGIN_ROUND events emitted", registry=r)
+        self.foreign_decisions = Counter(
+            "xce_bridge_foreign_decisions",
+            "Messages on XCE_DECISIONS without a core decision id, not forwarded",
+            registry=r,
+        )
         self.decisions_forwarded = Counter(
             "xce_bridge_decisions_forwarded",
             "Decisions forwarded to xce.ctl.decisions.<OP>, by op",
