@@ -675,6 +675,7 @@ SLIPS = {
     "XCE_EVENTS and the checkpoint deleted, no event yet": "events gone",
     "XCE_EVENTS deleted, the checkpoint kept": "checkpoint kept",
     "a decision id far past the last event": "forged",
+    "an earlier decision's id after the last decision": "backwards",
     "the events after the checkpoint purged": "purged",
 }
 
@@ -706,9 +707,9 @@ def test_the_core_refuses_to_start_when_its_positions_disagree_with_xce_events(
             if slip == "events again":
                 await asyncio.sleep(0.01)  # a new stream's first event comes later
                 await publish(js, events)
-            if slip == "forged":
-                forged = {MSG_ID_HEADER: "xce-core:999999998:0"}
-                await js.publish("xce.decisions.DISPATCH", b"{}", headers=forged)
+            if slip in ("forged", "backwards"):
+                forged = "xce-core:999999998:0" if slip == "forged" else "xce-core:1:0"
+                await js.publish("xce.decisions.DISPATCH", b"{}", headers={MSG_ID_HEADER: forged})
             if slip == "purged":
                 seqs = await publish(js, events[half:])
                 await js.purge_stream(EVENTS_STREAM, seq=seqs[-1])
@@ -733,6 +734,10 @@ def test_the_core_refuses_to_start_when_its_positions_disagree_with_xce_events(
         "forged": f"XCE_DECISIONS ends with the core's decision xce-core:999999998:0 (seq "
         f"{len(stored)}), made from event seq 999999998, past the end of XCE_EVENTS (seq "
         f"{len(events)}): if that message is not the core's, delete it (nats stream rmm "
+        f"XCE_DECISIONS {len(stored)}); else ",
+        "backwards": f"XCE_DECISIONS ends with the core's decision xce-core:1:0 (seq "
+        f"{len(stored)}), which is not after the core's decision before it, {core[-2].msg_id} "
+        f"(seq {core[-2].seq}): if that message is not the core's, delete it (nats stream rmm "
         f"XCE_DECISIONS {len(stored)}); else ",
         "purged": f"events {half + 1}..{last - 1} after checkpoint xce:core:snapshot (event seq "
         f"{half}) are no longer in XCE_EVENTS (it starts at seq {last}): ",

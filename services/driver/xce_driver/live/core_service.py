@@ -523,11 +523,11 @@ class CoreService:
             self.record.watermark = parse_record_msg_id(msg_id_of(record))
 
     async def _last_own(
-        self, stream: str, parse: Callable[[str], object | None], *, below: int | None = None
+        self, stream: str, parse: Callable[[str], object | None]
     ) -> RawStreamMsg | None:
-        """The core's last message on ``stream`` (before seq ``below``), past other
-        publishers' messages (counted in ``xce_core_foreign_messages`` and logged)
-        and deleted ones; None: the core has none there.
+        """The core's last message on ``stream``, past other publishers' messages
+        (counted in ``xce_core_foreign_messages`` and logged) and deleted ones; None:
+        the core has none there.
 
         Raises:
             PositionError: none within ``RESUME_LOOKBACK`` messages of the end.
@@ -538,7 +538,6 @@ class CoreService:
             self._js,
             stream,
             lambda msg_id: parse(msg_id) is not None,
-            below=below,
             lookback=RESUME_LOOKBACK,
         )
         if not tail.complete:
@@ -547,7 +546,7 @@ class CoreService:
                 f"{tail.last_seq}) is the core's: another publisher writes to it; remove "
                 f"their messages (nats stream rmm), or {self._afresh()}"
             )
-        if tail.foreign and below is None:
+        if tail.foreign:
             self.metrics.foreign_messages.labels(stream).inc(tail.foreign)
             log.warning(
                 "%s ends with %d message(s) the core did not write (up to seq %d): "
@@ -590,7 +589,16 @@ class CoreService:
                         f"{event.time:%Y-%m-%dT%H:%M:%S.%fZ}): {EVENTS_STREAM} was made anew "
                         f"since that decision; {fix}"
                     )
-        before = await self._last_own(DECISIONS_STREAM, parse_decision_msg_id, below=found.seq)
+        # The core's decision before it (none within RESUME_LOOKBACK: nothing to compare).
+        before = (
+            await scan_tail(
+                self._js,
+                DECISIONS_STREAM,
+                lambda msg_id: parse_decision_msg_id(msg_id) is not None,
+                below=found.seq,
+                lookback=RESUME_LOOKBACK,
+            )
+        ).found
         earlier = None if before is None else parse_decision_msg_id(msg_id_of(before))
         if before is not None and earlier is not None and earlier > mark:
             raise PositionError(
