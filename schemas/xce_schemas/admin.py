@@ -28,7 +28,8 @@ RECORDER_CONTROL_SUBJECT: Final = "xce.recorder.control"
 RECORDER_STATUS_KEY: Final = "xce:recorder:status"
 #: Prefix of the Redis stream holding one recording while it is written.
 RECORDING_KEY_PREFIX: Final = "xce:recording:"
-#: Redis hash of the core service's state (``CoreStatus``), updated after each round.
+#: Redis hash of the core service's state (``CoreStatus``): its heartbeat, about every
+#: second, and its figures after each round.
 CORE_STATUS_KEY: Final = "xce:core:status"
 
 #: The suffixes a recording file has (``.gz``: gzip-compressed).
@@ -158,31 +159,44 @@ class RecorderReply(WireModel):
 
 
 class CoreStatus(WireModel):
-    """The core service's state (Redis hash ``CORE_STATUS_KEY``), written after each
-    scheduling round.
+    """The core service's state (Redis hash ``CORE_STATUS_KEY``): its heartbeat, and
+    the figures of its last scheduling round.
+
+    The service writes ``heartbeat`` and ``seq`` about every second while it runs
+    (``HEARTBEAT_S`` of ``xce_driver.live.core_service``), whether events come or not,
+    and the whole hash after each batch of events with a ``BEGIN_ROUND``. The bridge
+    sends a ``BEGIN_ROUND`` every round interval even to an idle cluster, so an old
+    ``updated`` with a recent ``heartbeat`` means the core runs but no round reaches
+    it (the bridge is down, or nothing reaches ``XCE_EVENTS``); both old: the core
+    service is down or stuck.
 
     Attributes:
         seq: the last ``XCE_EVENTS`` sequence handled (a message of one event or
             of a batch).
-        last_round_ts: virtual time of the last round (its ``BEGIN_ROUND`` ts), ns.
+        heartbeat: wall time the service last showed it runs, s since the epoch (0:
+            never, e.g. a service of an earlier version).
+        last_round_ts: virtual time of the last round (its ``BEGIN_ROUND`` ts), ns
+            (None: no round yet).
         round_seconds: wall time that round took, s.
         pending, running, suspended: job counts after it.
         lag_seconds: wall time from the round's event entering the stream to the core
             finishing it, s.
         events_waiting: messages in the stream not yet delivered to the core (a
             batch message holds several events).
-        updated: wall time of this update, s since the epoch.
+        updated: wall time the core finished the last round (wrote these figures),
+            s since the epoch (0: no round yet).
     """
 
-    seq: int = Field(ge=0)
-    last_round_ts: int = Field(ge=0)
-    round_seconds: float = Field(ge=0)
-    pending: int = Field(ge=0)
-    running: int = Field(ge=0)
-    suspended: int = Field(ge=0)
-    lag_seconds: float = Field(ge=0)
-    events_waiting: int = Field(ge=0)
-    updated: float
+    seq: int = Field(default=0, ge=0)
+    heartbeat: float = 0.0
+    last_round_ts: int | None = Field(default=None, ge=0)
+    round_seconds: float = Field(default=0.0, ge=0)
+    pending: int = Field(default=0, ge=0)
+    running: int = Field(default=0, ge=0)
+    suspended: int = Field(default=0, ge=0)
+    lag_seconds: float = Field(default=0.0, ge=0)
+    events_waiting: int = Field(default=0, ge=0)
+    updated: float = 0.0
 
 
 def to_hash(model: RecorderStatus | CoreStatus) -> dict[str, str]:
@@ -201,7 +215,7 @@ def recorder_status_from_hash(raw: dict[bytes, bytes] | dict[str, str]) -> Recor
 
 def core_status_from_hash(raw: dict[bytes, bytes] | dict[str, str]) -> CoreStatus | None:
     """Read ``CoreStatus`` back from its Redis hash; None for an empty hash (the core
-    service has not finished a round yet).
+    service never wrote one).
 
     Raises:
         pydantic.ValidationError: a field missing or not of its type (naming it).

@@ -139,9 +139,11 @@ def test_download_refuses_paths(client: TestClient, recordings: Path, path: str)
 def test_scheduler_status_shows_the_core_and_the_recorder(
     client: TestClient, backend: FakeBackend
 ) -> None:
-    assert client.get("/scheduler/status").json()["core"] is None
+    status = client.get("/scheduler/status").json()
+    assert (status["core"], status["core_state"]) == (None, "absent")
     backend.core = CoreStatus(
         seq=12,
+        heartbeat=time.time() - 0.5,
         last_round_ts=30_000_000_000,
         round_seconds=0.002,
         pending=3,
@@ -160,7 +162,66 @@ def test_scheduler_status_shows_the_core_and_the_recorder(
         5,
     )
     assert 1.0 < core["age_seconds"] < 60
+    assert 0.0 < core["heartbeat_age_seconds"] < core["age_seconds"]
+    assert (status["core_state"], status["problem"]) == ("scheduling", None)
+    assert status["max_round_age_seconds"] == 10.0
     assert status["recorder"]["state"] == "idle"
+
+
+#: (last round, heartbeat) seconds ago (None: never), what the admin API makes of it
+#: with the default limit of 10 s, and how its problem line starts.
+CORE_CASES = {
+    "a round a second ago": (1.0, 1.0, "scheduling", None),
+    "the core runs, no round for 29 s": (29.0, 0.5, "no_rounds", "the core service runs"),
+    "the core runs, no round yet": (None, 0.5, "no_rounds", "the core service runs"),
+    "dead for 29 s": (29.0, 29.0, "down", "the core service is down or stuck"),
+    "an older core, dead for 29 s": (29.0, None, "down", "the core service is down or stuck"),
+    "never ran": None,
+}
+
+
+@pytest.mark.parametrize("case", list(CORE_CASES.values()), ids=list(CORE_CASES))
+def test_health_fails_when_the_core_does_not_schedule(
+    client: TestClient,
+    backend: FakeBackend,
+    case: tuple[float | None, float | None, str, str | None] | None,
+) -> None:
+    """Item 12: /health is 200 only while the core's last round is within the limit;
+    the heartbeat tells a dead core from one that gets no rounds."""
+    now = time.time()
+    if case is None:
+        backend.core = None
+        state, problem = "absent", "the core service never wrote its status"
+    else:
+        round_ago, beat_ago, state, problem = case
+        backend.core = CoreStatus(
+            seq=7,
+            last_round_ts=None if round_ago is None else 1,
+            updated=0.0 if round_ago is None else now - round_ago,
+            heartbeat=0.0 if beat_ago is None else now - beat_ago,
+        )
+    health = client.get("/health")
+    assert health.status_code == (200 if state == "scheduling" else 503)
+    body = health.json()
+    assert (body["status"], body["core"]) == (
+        "ok" if state == "scheduling" else "degraded",
+        state,
+    )
+    assert (body["problem"] or "").startswith(problem or ""), body["problem"]
+    assert (body["problem"] is None) == (problem is None)
+    status = client.get("/scheduler/status").json()
+    assert status["core_state"] == state
+    assert (status["problem"] or "").startswith(problem or "")
+
+
+def test_the_round_age_limit_is_a_setting(backend: FakeBackend, recordings: Path) -> None:
+    backend.core = CoreStatus(seq=1, last_round_ts=1, updated=time.time() - 3, heartbeat=0.0)
+    for limit, code in ((5.0, 200), (2.0, 503)):
+        settings = AdminSettings(token=TOKEN, recordings_dir=recordings, max_round_age_s=limit)
+        with TestClient(create_app(settings, backend)) as test_client:
+            assert test_client.get("/health").status_code == code
+    with pytest.raises(ConfigError, match="--max-round-age must be a positive number"):
+        AdminSettings(token=TOKEN, max_round_age_s=0)
 
 
 def test_a_server_that_does_not_answer_is_a_503_with_its_name(
@@ -173,11 +234,26 @@ def test_a_server_that_does_not_answer_is_a_503_with_its_name(
         "detail": "the recorder service is not running (nobody answers on xce.recorder.control)"
     }
     assert client.get("/scheduler/status").status_code == 503
-    assert client.get("/health").json() == {"status": "degraded", "redis": False, "nats": False}
+    health = client.get("/health")
+    assert health.status_code == 503
+    assert health.json() == {
+        "status": "degraded",
+        "redis": False,
+        "nats": False,
+        "core": "unknown",
+        "problem": "Redis does not answer",
+    }
 
 
-def test_health_and_metrics(client: TestClient) -> None:
-    assert client.get("/health").json() == {"status": "ok", "redis": True, "nats": True}
+def test_health_and_metrics(client: TestClient, backend: FakeBackend) -> None:
+    backend.core = CoreStatus(seq=1, last_round_ts=1, updated=time.time(), heartbeat=time.time())
+    assert client.get("/health").json() == {
+        "status": "ok",
+        "redis": True,
+        "nats": True,
+        "core": "scheduling",
+        "problem": None,
+    }
     client.post("/scheduler/record/stop")  # 401
     client.get("/scheduler/recordings/x.jsonl", headers=AUTH)  # 404
     client.get("/nowhere")

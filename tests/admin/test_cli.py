@@ -4,6 +4,7 @@ its commands, one-line errors and exit statuses; never a traceback."""
 from __future__ import annotations
 
 import importlib
+import re
 import threading
 import time
 from collections.abc import Iterator
@@ -13,6 +14,7 @@ import pytest
 import uvicorn
 from xce_admin import cli
 from xce_admin.app import AdminSettings, create_app
+from xce_schemas.admin import CoreStatus
 
 from tests.admin.fakes import TOKEN, FakeBackend
 from tests.live.servers import free_port
@@ -54,12 +56,20 @@ def test_record_start_stop_and_status(
         out
         == "recording night.jsonl.gz from event seq 0 (stop with: xceadmin scheduler record stop)\n"
     )
+    backend.core = CoreStatus(
+        seq=9, last_round_ts=5_000, round_seconds=0.0025, updated=time.time(), heartbeat=time.time()
+    )
     code, out, _ = xceadmin(capsys, server, "scheduler", "status")
     assert code == 0
-    assert out.splitlines() == [
-        "core: no round yet",
-        "recorder: recording night.jsonl.gz since 2024-01-01T00:00:00Z, events 0..0, 0 lines, 0 snapshots",
-    ]
+    core, recorder = out.splitlines()
+    assert re.fullmatch(
+        r"core: event seq 9, last round at ts 5000 \(2\.5 ms, [0-9.]+ s ago\); jobs pending 0, "
+        r"running 0, suspended 0; lag 0\.000 s, 0 events waiting; heartbeat [0-9.]+ s ago",
+        core,
+    ), core
+    assert recorder == (
+        "recorder: recording night.jsonl.gz since 2024-01-01T00:00:00Z, events 0..0, 0 lines, 0 snapshots"
+    )
     code, out, _ = xceadmin(capsys, server, "scheduler", "record", "stop")
     assert (code, out) == (
         0,
@@ -70,6 +80,57 @@ def test_record_start_stop_and_status(
     (recordings / "night.jsonl.gz").write_bytes(b"x")
     code, out, _ = xceadmin(capsys, server, "scheduler", "recordings")
     assert code == 0 and out.startswith("night.jsonl.gz\t1\t")
+
+
+@pytest.mark.parametrize(
+    ("round_ago", "beat_ago", "line", "error"),
+    [
+        (
+            40.0,
+            40.0,
+            "core: event seq 3, last round at ts 1 (0.0 ms, 40.",
+            "xceadmin: error: the core service is down or stuck (last round 40.",
+        ),
+        (
+            40.0,
+            0.0,
+            "core: event seq 3, last round at ts 1 (0.0 ms, 40.",
+            "xceadmin: error: the core service runs (heartbeat 0.",
+        ),
+        (
+            None,
+            0.0,
+            "core: event seq 3, no round yet; heartbeat 0.",
+            "xceadmin: error: the core service runs (heartbeat 0.",
+        ),
+        (None, None, "core: never seen", "xceadmin: error: the core service never wrote"),
+    ],
+    ids=["dead for 40 s", "no round for 40 s", "no round yet", "never ran"],
+)
+def test_status_exits_4_when_the_core_does_not_schedule(
+    server: str,
+    backend: FakeBackend,
+    capsys: pytest.CaptureFixture[str],
+    round_ago: float | None,
+    beat_ago: float | None,
+    line: str,
+    error: str,
+) -> None:
+    """Item 12: the status is printed all the same, with one error line saying what
+    does not run, and exit status 4."""
+    now = time.time()
+    if line != "core: never seen":
+        backend.core = CoreStatus(
+            seq=3,
+            last_round_ts=None if round_ago is None else 1,
+            updated=0.0 if round_ago is None else now - round_ago,
+            heartbeat=0.0 if beat_ago is None else now - beat_ago,
+        )
+    code, out, err = xceadmin(capsys, server, "scheduler", "status")
+    assert code == 4
+    assert out.splitlines()[0].startswith(line), out
+    assert out.splitlines()[1] == "recorder: idle"
+    assert err.startswith(error) and err.count("\n") == 1, err
 
 
 @pytest.mark.parametrize(

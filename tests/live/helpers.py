@@ -193,13 +193,16 @@ class Stored:
 
 
 async def read_stream(js: JetStreamContext, stream: str) -> list[Stored]:
-    """Every message of ``stream``, in order."""
+    """Every message of ``stream``, in order (deleted ones left out)."""
     info = await js.stream_info(stream)
     if not info.state.messages:
         return []
     stored = []
     for seq in range(info.state.first_seq, info.state.last_seq + 1):
-        msg = await js.get_msg(stream, seq=seq)
+        try:
+            msg = await js.get_msg(stream, seq=seq)
+        except NotFoundError:
+            continue
         headers = msg.headers or {}
         assert msg.subject is not None
         stored.append(Stored(seq, msg.subject, headers.get(MSG_ID_HEADER), msg.data or b""))

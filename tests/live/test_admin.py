@@ -6,6 +6,7 @@ starts and stops a recording, the file is listed and downloaded, and
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import subprocess
 import sys
@@ -16,8 +17,10 @@ from typing import Any
 
 import httpx
 import pytest
+from xce_driver.live.publish import publish_events
+from xce_schemas import BeginRound
 
-from tests.live.helpers import ServiceProcess, connected, publish, scenario
+from tests.live.helpers import NS, ServiceProcess, connected, publish, scenario, wait_until
 from tests.live.servers import free_port
 
 pytestmark = [pytest.mark.nats, pytest.mark.redis]
@@ -208,3 +211,96 @@ def test_the_admin_server_refuses_a_redis_url_that_is_not_one() -> None:
 
 def _auth() -> dict[str, str]:
     return {"Authorization": f"Bearer {TOKEN}"}
+
+
+def test_status_and_health_fail_once_the_core_is_dead_or_gets_no_rounds(
+    bus: tuple[str, str], workdir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Item 12, with every piece a real process: rounds flow (as the bridge sends
+    them) and ``xceadmin scheduler status`` exits 0, ``/health`` is 200; the rounds
+    stop while the core runs: ``no_rounds``, exit 4, 503; rounds again, then the core
+    killed: ``down``, exit 4, 503. The limit comes from ``XCE_MAX_ROUND_AGE``."""
+    nats_url, redis_url = bus
+    monkeypatch.setenv("XCE_ADMIN_TOKEN", TOKEN)
+    monkeypatch.setenv("XCE_MAX_ROUND_AGE", "3")
+    port = free_port()
+    url = f"http://127.0.0.1:{port}"
+    admin_argv = ["--port", str(port), "--log-level", "warning"]
+    program = [sys.executable, "-m", "xce_admin.server"]
+    admin = ServiceProcess(nats_url, redis_url, workdir / "admin.log", *admin_argv, program=program)
+    core = ServiceProcess(nats_url, redis_url, workdir / "core.log")
+
+    async def health() -> tuple[int, dict[str, Any]]:
+        async with httpx.AsyncClient() as client:
+            answer = await client.get(f"{url}/health", timeout=2)
+        return answer.status_code, answer.json()
+
+    async def until_core(state: str) -> dict[str, Any]:
+        seen: dict[str, Any] = {}
+
+        async def check() -> bool:
+            assert admin.exited() is None, admin.log_text()
+            try:
+                _code, body = await health()
+            except httpx.HTTPError:
+                return False
+            seen.update(body)
+            return body["core"] == state
+
+        await wait_until(check, f"the core to be {state!r} (last: {seen})", timeout_s=WAIT_S)
+        return seen
+
+    async def status() -> subprocess.CompletedProcess[str]:
+        return await asyncio.to_thread(xceadmin, url, "scheduler", "status")
+
+    async def go() -> None:
+        async with connected(nats_url) as js:
+            await publish(js, scenario()[:2])  # the configuration and the hosts
+            flowing = asyncio.Event()
+            ts = 0
+
+            async def bridge() -> None:  # a BEGIN_ROUND every 0.2 s while flowing
+                nonlocal ts
+                while True:
+                    await flowing.wait()
+                    ts += NS
+                    await publish_events(js, [BeginRound(ts=ts)])
+                    await asyncio.sleep(0.2)
+
+            rounds = asyncio.create_task(bridge())
+            try:
+                flowing.set()
+                await until_core("scheduling")
+                assert await health() == (200, await until_core("scheduling"))
+                done = await status()
+                assert done.returncode == 0, done.stdout + done.stderr
+                assert done.stdout.startswith("core: event seq ")
+
+                flowing.clear()  # the bridge stops; the core runs on
+                body = await until_core("no_rounds")
+                assert (await health())[0] == 503 and body["status"] == "degraded"
+                done = await status()
+                assert done.returncode == 4, done.stdout + done.stderr
+                assert done.stderr.startswith("xceadmin: error: the core service runs (heartbeat")
+                assert "is the bridge running?" in done.stderr
+
+                flowing.set()
+                await until_core("scheduling")
+                core.kill()  # dead, while rounds flow
+                body = await until_core("down")
+                assert (await health())[0] == 503
+                assert body["problem"].startswith("the core service is down or stuck")
+                done = await status()
+                assert done.returncode == 4, done.stdout + done.stderr
+                assert done.stderr.startswith("xceadmin: error: the core service is down or stuck")
+                assert done.stdout.startswith("core: event seq ")  # the status, all the same
+            finally:
+                rounds.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await rounds
+
+    try:
+        asyncio.run(go())
+    finally:
+        core.kill()
+        assert admin.terminate() in (0, -15), admin.log_text()

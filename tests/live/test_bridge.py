@@ -39,6 +39,7 @@ from xce_driver.live.bridge import Bridge, BridgeOptions, decode_ctl
 from xce_driver.live.controller_bus import Delivered, ensure_ctl_streams
 from xce_driver.live.core_service import CoreService, CoreServiceOptions
 from xce_driver.live.emulate import LiveEmulator
+from xce_driver.live.streams import ensure_streams
 from xce_driver.workloads.mapping import SimJob
 from xce_schemas import (
     CoreEvent,
@@ -55,6 +56,7 @@ from xce_schemas.alloc import HostAlloc, JobAlloc
 from xce_schemas.bus import DEADLETTER_STREAM, DECISIONS_STREAM, EVENTS_STREAM, MSG_ID_HEADER
 from xce_schemas.controller import (
     BRIDGE_CTL_DURABLE,
+    CTL_DECISIONS_STREAM,
     CTL_DECISIONS_SUBJECTS,
     CTL_STREAM,
     DECISION_ID_HEADER,
@@ -71,6 +73,7 @@ from tests.live.helpers import (
     read_stream,
     reference_decisions,
     run,
+    scenario,
     wait_until,
 )
 from tests.live.servers import accepts, free_port
@@ -974,3 +977,44 @@ def test_a_backlog_of_controller_messages_goes_out_in_batches_in_order(
     # Each message has the id of its last event.
     ends = list(itertools.accumulate(sizes))
     assert [m.msg_id for m in messages] == [events[end - 1].msg_id for end in ends]
+
+
+def test_only_the_core_s_decisions_are_forwarded_to_the_controller(bus: tuple[str, str]) -> None:
+    """Anyone may publish on ``xce.decisions.>``: a message there without a core
+    decision id (none, or another publisher's) is counted and not forwarded; the
+    core's decisions around it are, in order, and every message is acknowledged
+    (the last one too, though nothing was forwarded after it)."""
+    nats_url, _ = bus
+    decisions = reference_decisions(scenario(rounds=4))[:2]
+    assert len(decisions) == 2
+
+    async def go() -> tuple[list[Stored], Bridge, int]:
+        options = BridgeOptions(nats_url=nats_url, round_interval_s=3600)
+        bridge = Bridge(options)
+        task = asyncio.create_task(bridge.run())
+        await wait_until(lambda: _is_set(bridge.ready, task), "the bridge")
+        async with connected(nats_url) as js:
+            await ensure_streams(js)
+            subject = "xce.decisions.DISPATCH"
+            await js.publish(subject, decisions[0], headers={MSG_ID_HEADER: "xce-core:3:0"})
+            await js.publish(subject, b'{"op":"DISPATCH"}')  # no id
+            await js.publish(subject, decisions[1], headers={MSG_ID_HEADER: "xce-core:7:0"})
+            await js.publish(subject, b"{}", headers={MSG_ID_HEADER: "other:1"})
+
+            async def acknowledged() -> bool:
+                info = await js.consumer_info(DECISIONS_STREAM, options.durable)
+                return (info.ack_floor.stream_seq if info.ack_floor else 0) >= 4
+
+            await wait_until(acknowledged, "every message of XCE_DECISIONS acknowledged")
+            forwarded = await read_stream(js, CTL_DECISIONS_STREAM)
+        bridge.stop()
+        await task
+        sample = bridge.metrics.registry.get_sample_value("xce_bridge_foreign_decisions_total")
+        return forwarded, bridge, int(sample or 0)
+
+    forwarded, bridge, foreign = run(go())
+    assert [(s.msg_id, s.data) for s in forwarded] == [
+        ("xce-core:3:0", decisions[0]),
+        ("xce-core:7:0", decisions[1]),
+    ]
+    assert (bridge.forwarded, foreign) == (2, 2)

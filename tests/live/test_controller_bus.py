@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import logging
+from collections.abc import Callable
 from typing import Any
 
 import nats
@@ -89,28 +89,111 @@ def test_a_prefix_already_stored_is_not_stored_twice(nats_url: str) -> None:
     assert ids_on(run(go())) == [f"m{i}" for i in range(100)]
 
 
-def test_another_publisher_is_logged_and_the_batch_goes_on_after_it(
-    nats_url: str, caplog: pytest.LogCaptureFixture
-) -> None:
-    async def go() -> list[Stored]:
+def test_another_publisher_is_counted_and_the_batch_goes_on_after_it(nats_url: str) -> None:
+    async def go() -> tuple[list[Stored], list[int]]:
         nc = await nats.connect(nats_url)
         await fresh_stream(nc)
-        publisher = ChainedPublisher(nc, STREAM, ack_timeout_s=5)
+        foreign: list[int] = []
+        publisher = ChainedPublisher(nc, STREAM, ack_timeout_s=5, on_foreign=foreign.append)
         await publisher.publish(outgoing(5), lambda _: None)
         await nc.jetstream().publish("test.chain.x", b"stray", headers={"Nats-Msg-Id": "stray"})
         assert await publisher.publish(outgoing(5, start=5), lambda _: None) == 5
         stored = await read_stream(nc.jetstream(), STREAM)
         await nc.close()
-        return stored
+        return stored, foreign
 
-    with caplog.at_level(logging.WARNING, logger="xce_driver.live.controller_bus"):
-        stored = run(go())
+    stored, foreign = run(go())
     assert ids_on(stored) == [
         *(f"m{i}" for i in range(5)),
         "stray",
         *(f"m{i}" for i in range(5, 10)),
     ]
-    assert "another publisher wrote to TEST_CHAIN" in caplog.text
+    assert foreign == [1]
+
+
+def test_a_batch_sent_again_past_a_message_without_an_id_is_stored_once_in_order(
+    nats_url: str,
+) -> None:
+    """A restarted publisher that does not know how far it got sends its last
+    messages again, and the stream ends with another publisher's message that has no
+    id: the repeats are dropped, the new ones go on after it (the chain used to
+    name the id of the stream's last message and was refused for good)."""
+
+    async def go() -> tuple[list[Stored], list[int]]:
+        nc = await nats.connect(nats_url)
+        await fresh_stream(nc, duplicate_window=60.0)
+        await ChainedPublisher(nc, STREAM, ack_timeout_s=5).publish(outgoing(10), lambda _: None)
+        await nc.jetstream().publish("test.chain.x", b"no id")
+        foreign: list[int] = []
+        again = ChainedPublisher(nc, STREAM, ack_timeout_s=5, on_foreign=foreign.append)
+        put = await asyncio.wait_for(again.publish(outgoing(10, start=5), lambda _: None), 20)
+        assert put == 10
+        stored = await read_stream(nc.jetstream(), STREAM)
+        await nc.close()
+        return stored, foreign
+
+    stored, foreign = run(go())
+    assert ids_on(stored) == [
+        *(f"m{i}" for i in range(10)),
+        None,
+        *(f"m{i}" for i in range(10, 15)),
+    ]
+    assert foreign == []  # it was there before the publisher started
+
+
+def test_a_publisher_goes_on_after_a_deleted_last_message_and_a_server_restart(
+    nats_url: str, restart_nats: Callable[[], None]
+) -> None:
+    """The stream's last message deleted and the server restarted (it then knows no
+    last id, and nats-server 2.9 no longer knows the ids it stored): a new
+    publisher's messages go on at once after what is left."""
+
+    async def first() -> None:
+        nc = await nats.connect(nats_url)
+        await fresh_stream(nc, duplicate_window=60.0)
+        await ChainedPublisher(nc, STREAM, ack_timeout_s=5).publish(outgoing(10), lambda _: None)
+        await nc.jetstream().delete_msg(STREAM, 10)
+        await nc.close()
+
+    async def then() -> list[Stored]:
+        nc = await nats.connect(nats_url)
+        publisher = ChainedPublisher(nc, STREAM, ack_timeout_s=5, window=3)
+        put = await asyncio.wait_for(publisher.publish(outgoing(5, start=10), lambda _: None), 20)
+        assert put == 5
+        stored = await read_stream(nc.jetstream(), STREAM)
+        await nc.close()
+        return stored
+
+    run(first())
+    restart_nats()
+    assert ids_on(run(then())) == [*(f"m{i}" for i in range(9)), *(f"m{i}" for i in range(10, 15))]
+
+
+def test_a_repeat_that_is_not_the_stream_s_last_message_does_not_hold_the_chain(
+    nats_url: str,
+) -> None:
+    """A batch sent again whose first message is on the stream already, but another
+    publisher's message (with an id) came after it: the server drops the repeat
+    without storing it, so the next message's expected id is refused; the publisher
+    then sends the repeat alone, learns it is a duplicate and goes on."""
+
+    async def go() -> list[Stored]:
+        nc = await nats.connect(nats_url)
+        await fresh_stream(nc, duplicate_window=60.0)
+        await ChainedPublisher(nc, STREAM, ack_timeout_s=5).publish(outgoing(10), lambda _: None)
+        await nc.jetstream().publish("test.chain.x", b"x", headers={"Nats-Msg-Id": "x"})
+        again = ChainedPublisher(nc, STREAM, ack_timeout_s=5)
+        put = await asyncio.wait_for(again.publish(outgoing(6, start=9), lambda _: None), 20)
+        assert put == 6
+        stored = await read_stream(nc.jetstream(), STREAM)
+        await nc.close()
+        return stored
+
+    assert ids_on(run(go())) == [
+        *(f"m{i}" for i in range(10)),
+        "x",
+        *(f"m{i}" for i in range(10, 15)),
+    ]
 
 
 def test_a_message_the_stream_refuses_stops_the_chain_right_before_it(nats_url: str) -> None:

@@ -13,7 +13,7 @@ import sys
 import urllib.request
 from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
-from typing import TypeVar
+from typing import Any, TypeVar
 
 import orjson
 import pytest
@@ -21,6 +21,7 @@ import redis.asyncio as aioredis
 from nats.aio.msg import Msg
 from nats.errors import ConnectionClosedError
 from nats.js import JetStreamContext
+from prometheus_client.parser import text_string_to_metric_families
 from xce_core.core import SchedCore
 from xce_core.snapshot import save_snapshot
 from xce_driver.live.core_service import CoreService, CoreServiceOptions, _Batch
@@ -40,6 +41,7 @@ from xce_schemas.bus import (
     DEADLETTER_STREAM,
     DECISIONS_STREAM,
     EVENTS_STREAM,
+    MSG_ID_HEADER,
     parse_decision_msg_id,
 )
 
@@ -143,6 +145,7 @@ def test_decisions_on_the_bus_equal_an_in_process_core(bus: tuple[str, str]) -> 
     dispatches = sum(b'"op":"DISPATCH"' in d for d in expected)
     assert sample("xce_core_decisions_total", {"op": "DISPATCH"}) == dispatches
     assert sample("xce_core_checkpoint_seq") == len(events)
+    assert (sample("xce_core_last_round_timestamp_seconds") or 0) > 0
     # The job gauges are by queue, as the reference core's jobs are after the last round.
     for state, name in ((JobState.PEND, "pending"), (JobState.RUN, "running")):
         for queue in reference.state.queues:
@@ -549,3 +552,243 @@ def test_an_unreachable_redis_is_named(nats_url: str) -> None:
     assert last.startswith("xce-core-service: error: Redis at redis://127.0.0.1:1/0: "), last
     assert "Traceback" not in done.stderr
     assert "disconnected from NATS" not in done.stderr  # it was not: it closed
+
+
+# --- resuming past what the core did not write (issue 14 items 10 and 11) -----------
+
+
+def core_decisions(stored: list[Stored]) -> list[Stored]:
+    """The messages of ``stored`` that carry a core decision id."""
+    return [s for s in stored if parse_decision_msg_id(s.msg_id or "") is not None]
+
+
+def scrape(port: int) -> dict[tuple[str, tuple[tuple[str, str], ...]], float]:
+    """The samples a service serves on ``/metrics``, by (name, sorted labels)."""
+    url = f"http://127.0.0.1:{port}/metrics"
+    text = urllib.request.urlopen(url, timeout=5).read().decode()
+    return {
+        (sample.name, tuple(sorted(sample.labels.items()))): sample.value
+        for family in text_string_to_metric_families(text)
+        for sample in family.samples
+    }
+
+
+#: A service that writes no checkpoint before it is killed: a restart handles every
+#: event again, and only the watermark keeps their decisions from going out twice.
+NO_CHECKPOINT = ("--snapshot-every", "100000", "--snapshot-seconds", "3600")
+
+#: What gets onto XCE_DECISIONS while the core is down: (id, publish or delete).
+TAMPERING = {
+    "a message without an id": "no id",
+    "another publisher's id": "other:1",
+    "the last decision deleted": "delete",
+}
+
+
+@pytest.mark.parametrize("window_s", [3600.0, 0.5], ids=["de-duplication on", "watermark only"])
+@pytest.mark.parametrize("tamper", list(TAMPERING.values()), ids=list(TAMPERING))
+def test_a_restart_goes_on_past_a_message_the_core_did_not_write(
+    bus: tuple[str, str], workdir: Path, tamper: str, window_s: float
+) -> None:
+    """Item 10: the core's decisions on the stream, around whatever else is there,
+    are exactly those of an uninterrupted core (a deleted decision comes back only
+    once the duplicate window no longer knows its id); nothing wedges, nothing is
+    published twice, the foreign message is counted, the skipped decisions too."""
+    nats_url, redis_url = bus
+    events = scenario()
+    half = len(events) // 2
+    expected = reference_decisions(events)
+    log = workdir / "service.log"
+    port = free_port()
+
+    async def go() -> tuple[list[Stored], int, dict[Any, float]]:
+        async with connected(nats_url) as js:
+            await ensure_streams(js, decisions_window_s=window_s)
+            seqs = await publish(js, events[:half])
+            proc = ServiceProcess(nats_url, redis_url, log, *NO_CHECKPOINT)
+            await until_acked(js, proc, seqs[-1], "the first half")
+            proc.kill()
+            before = core_decisions(await read_stream(js, DECISIONS_STREAM))
+            if tamper == "delete":
+                await js.delete_msg(DECISIONS_STREAM, before[-1].seq)
+            else:
+                headers = None if tamper == "no id" else {MSG_ID_HEADER: tamper}
+                await js.publish("xce.decisions.DISPATCH", b"{}", headers=headers)
+            await asyncio.sleep(window_s + 0.5 if window_s < 1 else 0)
+            seqs = await publish(js, events[half:])
+            argv = [*NO_CHECKPOINT, "--metrics-port", str(port)]
+            proc = ServiceProcess(nats_url, redis_url, log, *argv)
+            await until_acked(js, proc, seqs[-1], "the second half")
+            samples = await asyncio.to_thread(scrape, port)
+            assert proc.terminate() == 0, proc.log_text()
+            return await read_stream(js, DECISIONS_STREAM), len(before), samples
+
+    stored, before, samples = run(go())
+    if tamper == "delete" and window_s > 1:
+        # The server still knows the deleted decision's id: it drops it as a repeat.
+        del expected[before - 1]
+    assert_exact(core_decisions(stored), expected)
+    assert len(stored) - len(core_decisions(stored)) == (tamper != "delete")
+    foreign = samples.get(("xce_core_foreign_messages_total", (("stream", DECISIONS_STREAM),)))
+    assert foreign == (tamper != "delete")
+    skipped = before - 1 if tamper == "delete" else before
+    assert samples[("xce_core_decisions_skipped_total", ())] == skipped
+
+
+def reference_ids(events: Sequence[CoreEvent]) -> list[tuple[int, int]]:
+    """The ``(event seq, index)`` of each decision of an uninterrupted core over
+    ``events`` published one per message (event *k* at seq *k + 1*)."""
+    ids: list[tuple[int, int]] = []
+    out: list[Decision] = []
+    core = SchedCore(on_decision=out.append, prng_seed=0)
+    for seq, event in enumerate(events, start=1):
+        out.clear()
+        core.push_event(event)
+        ids += [(seq, index) for index in range(len(out))]
+    return ids
+
+
+def start_core(nats_url: str, redis_url: str, timeout_s: float = 60) -> tuple[int, str]:
+    """Run ``xce-core-service`` until it exits by itself; its status and the last
+    line it wrote on stderr.
+
+    Raises:
+        subprocess.TimeoutExpired: it did not exit within ``timeout_s`` (it runs on).
+    """
+    argv = [sys.executable, "-m", "xce_driver.live.core_service", *NO_CHECKPOINT]
+    argv += ["--nats", nats_url, "--redis", redis_url]
+    done = subprocess.run(argv, capture_output=True, text=True, timeout=timeout_s)
+    assert "Traceback" not in done.stderr, done.stderr
+    lines = done.stderr.strip().splitlines()
+    return done.returncode, lines[-1] if lines else ""
+
+
+AFRESH = (
+    "to start afresh, stop the bridge and delete XCE_EVENTS, XCE_DECISIONS and "
+    "XCE_CTL_DECISIONS and the Redis keys xce:core:snapshot and xce:core:recording together"
+)
+
+#: Operator slips after a clean stop (checkpoint at the last event, every decision on
+#: XCE_DECISIONS), and the start of the error line each one gets.
+SLIPS = {
+    "XCE_EVENTS and the checkpoint deleted, the same events sent again": "events again",
+    "XCE_EVENTS and the checkpoint deleted, no event yet": "events gone",
+    "XCE_EVENTS deleted, the checkpoint kept": "checkpoint kept",
+    "a decision id far past the last event": "forged",
+    "an earlier decision's id after the last decision": "backwards",
+    "the events after the checkpoint purged": "purged",
+}
+
+
+@pytest.mark.parametrize("slip", list(SLIPS.values()), ids=list(SLIPS))
+def test_the_core_refuses_to_start_when_its_positions_disagree_with_xce_events(
+    bus: tuple[str, str], workdir: Path, slip: str
+) -> None:
+    """Item 11: the checkpoint's position and the last decision's id must be
+    positions of XCE_EVENTS as it is; else the service exits 2 with one line naming
+    the streams, the positions and the fix, and publishes nothing."""
+    nats_url, redis_url = bus
+    events = scenario()
+    half = len(events) // 2
+
+    async def before() -> tuple[list[Stored], int]:
+        async with connected(nats_url) as js:
+            sent = events[:half] if slip == "purged" else events
+            seqs = await publish(js, sent)
+            proc = ServiceProcess(nats_url, redis_url, workdir / "service.log", *service_argv())
+            await until_acked(js, proc, seqs[-1], "every event")
+            assert proc.terminate() == 0, proc.log_text()
+            client = aioredis.Redis.from_url(redis_url)
+            if slip in ("events again", "events gone"):
+                await client.delete(CORE_CHECKPOINT_KEY)
+            await client.aclose()
+            if slip in ("events again", "events gone", "checkpoint kept"):
+                await js.delete_stream(EVENTS_STREAM)
+            if slip == "events again":
+                await asyncio.sleep(0.01)  # a new stream's first event comes later
+                await publish(js, events)
+            if slip in ("forged", "backwards"):
+                forged = "xce-core:999999998:0" if slip == "forged" else "xce-core:1:0"
+                await js.publish("xce.decisions.DISPATCH", b"{}", headers={MSG_ID_HEADER: forged})
+            if slip == "purged":
+                seqs = await publish(js, events[half:])
+                await js.purge_stream(EVENTS_STREAM, seq=seqs[-1])
+            return await read_stream(js, DECISIONS_STREAM), seqs[-1]
+
+    async def after() -> list[Stored]:
+        async with connected(nats_url) as js:
+            return await read_stream(js, DECISIONS_STREAM)
+
+    stored, last = run(before())
+    core = core_decisions(stored)
+    mark = f"{core[-1].msg_id} (seq {core[-1].seq})"
+    made_from = (parse_decision_msg_id(core[-1].msg_id or "") or (0, 0))[0]
+    code, line = start_core(nats_url, redis_url)
+    assert code == 2, line
+    expected = {
+        "events again": f"XCE_DECISIONS ends with the core's decision {mark}, stored at ",
+        "events gone": f"XCE_DECISIONS ends with the core's decision {mark}, made from event "
+        f"seq {made_from}, past the end of XCE_EVENTS (seq 0): ",
+        "checkpoint kept": f"checkpoint xce:core:snapshot is at event seq {len(events)}, past "
+        "the end of XCE_EVENTS (seq 0): ",
+        "forged": f"XCE_DECISIONS ends with the core's decision xce-core:999999998:0 (seq "
+        f"{len(stored)}), made from event seq 999999998, past the end of XCE_EVENTS (seq "
+        f"{len(events)}): if that message is not the core's, delete it (nats stream rmm "
+        f"XCE_DECISIONS {len(stored)}); else ",
+        "backwards": f"XCE_DECISIONS ends with the core's decision xce-core:1:0 (seq "
+        f"{len(stored)}), which is not after the core's decision before it, {core[-2].msg_id} "
+        f"(seq {core[-2].seq}): if that message is not the core's, delete it (nats stream rmm "
+        f"XCE_DECISIONS {len(stored)}); else ",
+        "purged": f"events {half + 1}..{last - 1} after checkpoint xce:core:snapshot (event seq "
+        f"{half}) are no longer in XCE_EVENTS (it starts at seq {last}): ",
+    }[slip]
+    assert line.startswith(f"xce-core-service: error: {expected}"), line
+    assert line.endswith(AFRESH), line
+    assert run(after()) == stored  # nothing published
+
+
+@pytest.mark.parametrize(
+    "forged", ["one decision too many", "another decision"], ids=lambda f: str(f)
+)
+def test_a_last_decision_the_core_does_not_make_again_stops_it_before_it_publishes(
+    bus: tuple[str, str], workdir: Path, forged: str
+) -> None:
+    """Item 11: a message with a core id that passes the start checks (its event is
+    in XCE_EVENTS, before it) is the decision the core skips up to; re-handling the
+    events, the core must make that very decision there. It does not: exit 2 at
+    that point, nothing published after it."""
+    nats_url, redis_url = bus
+    events = scenario()
+    half = len(events) // 2
+    ids = reference_ids(events)
+
+    async def before() -> list[Stored]:
+        async with connected(nats_url) as js:
+            seqs = await publish(js, events[:half])
+            proc = ServiceProcess(nats_url, redis_url, workdir / "service.log", *NO_CHECKPOINT)
+            await until_acked(js, proc, seqs[-1], "the first half")
+            proc.kill()
+            core = core_decisions(await read_stream(js, DECISIONS_STREAM))
+            seq, index = parse_decision_msg_id(core[-1].msg_id or "") or (0, 0)
+            await publish(js, events[half:])
+            # One more decision from the last event decided, or the id of the first
+            # decision of the second half with another payload.
+            at = (seq, index + 1) if forged == "one decision too many" else ids[len(core)]
+            headers = {MSG_ID_HEADER: f"xce-core:{at[0]}:{at[1]}"}
+            await js.publish("xce.decisions.DISPATCH", b"{}", headers=headers)
+            return await read_stream(js, DECISIONS_STREAM)
+
+    async def after() -> list[Stored]:
+        async with connected(nats_url) as js:
+            return await read_stream(js, DECISIONS_STREAM)
+
+    stored = run(before())
+    code, line = start_core(nats_url, redis_url)
+    assert code == 2, line
+    mark = f"{stored[-1].msg_id} (seq {stored[-1].seq})"
+    assert line.startswith(f"xce-core-service: error: XCE_DECISIONS ends with decision {mark}"), (
+        line
+    )
+    why = "but the core makes only" if forged == "one decision too many" else "another one there"
+    assert why in line and line.endswith(AFRESH), line
+    assert run(after()) == stored

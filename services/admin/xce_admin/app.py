@@ -8,8 +8,8 @@ and metrics (Req 10 AC 9).
 | ``GET /scheduler/record/status`` | | the recorder's state |
 | ``GET /scheduler/recordings`` | | the recordings in the recordings directory |
 | ``GET /scheduler/recordings/{name}`` | token | download one |
-| ``GET /scheduler/status`` | | the core (last round, pending, running, lag) and the recorder |
-| ``GET /health`` | | whether Redis and NATS answer |
+| ``GET /scheduler/status`` | | the core (last round, jobs, lag; does it schedule?), the recorder |
+| ``GET /health`` | | 200 when Redis and NATS answer and the core schedules, else 503 |
 | ``GET /metrics`` | | Prometheus metrics (``xce_admin_*``) |
 
 "token" means ``Authorization: Bearer <XCE_ADMIN_TOKEN>``: without it, or with another
@@ -22,6 +22,7 @@ is refused with 400.
 from __future__ import annotations
 
 import hmac
+import math
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, MutableMapping
 from contextlib import asynccontextmanager
@@ -50,7 +51,9 @@ from xce_schemas.admin import (
 from xce_admin.backend import Backend, LiveBackend, RecordingsDir, Unavailable
 from xce_admin.models import (
     FILE_PATTERN,
+    MAX_ROUND_AGE_S,
     CoreOut,
+    CoreState,
     ErrorOut,
     HealthOut,
     RecorderOut,
@@ -58,6 +61,7 @@ from xce_admin.models import (
     RecordingList,
     SchedulerStatusOut,
     StartRequest,
+    core_state,
 )
 
 #: Request durations, s.
@@ -78,9 +82,12 @@ class AdminSettings:
         nats_url: NATS URL(s).
         recordings_dir: the recorder's recordings directory (shared with it).
         command_timeout_s: how long a recorder command may take, s.
+        max_round_age_s: the core counts as scheduling while its last round is at
+            most this old, s (``--max-round-age``, ``XCE_MAX_ROUND_AGE``); past it
+            ``/health`` answers 503 and ``xceadmin scheduler status`` exits 4.
 
     Raises:
-        ConfigError: an empty token, or a timeout of 0 or less.
+        ConfigError: an empty token, a timeout or an age of 0 or less.
     """
 
     token: str
@@ -88,6 +95,7 @@ class AdminSettings:
     nats_url: str = "nats://127.0.0.1:4222"
     recordings_dir: Path = Path("recordings")
     command_timeout_s: float = 60.0
+    max_round_age_s: float = MAX_ROUND_AGE_S
 
     def __post_init__(self) -> None:
         if not self.token.strip():
@@ -97,6 +105,10 @@ class AdminSettings:
             )
         if self.command_timeout_s <= 0:
             raise ConfigError(f"command timeout must be positive, not {self.command_timeout_s}")
+        if not (math.isfinite(self.max_round_age_s) and self.max_round_age_s > 0):
+            raise ConfigError(
+                f"--max-round-age must be a positive number of seconds, not {self.max_round_age_s}"
+            )
         if self.redis_url.partition("://")[0] not in ("redis", "rediss", "unix"):
             raise ConfigError(
                 f"--redis: {self.redis_url!r} is not a Redis URL "
@@ -350,14 +362,20 @@ scheduler = APIRouter(prefix="/scheduler", tags=["scheduler"])
     response_model=SchedulerStatusOut,
     responses={503: _ERRORS[503]},
 )
-async def scheduler_status(backend: BackendDep) -> SchedulerStatusOut:
-    """The core's last round (time, duration, pending and running jobs, lag) and the
-    recorder's state."""
+async def scheduler_status(
+    backend: BackendDep, settings: Annotated[AdminSettings, Depends(get_settings)]
+) -> SchedulerStatusOut:
+    """The core's heartbeat and last round (time, duration, pending and running jobs,
+    lag), whether it schedules (``models.core_state``), and the recorder's state."""
     now = time.time()
     core = await backend.core_status()
     recorder = await backend.recorder_status()
+    state, problem = core_state(core, now, settings.max_round_age_s)
     return SchedulerStatusOut(
         core=CoreOut.of(core, now) if core is not None else None,
+        core_state=state,
+        problem=problem,
+        max_round_age_seconds=settings.max_round_age_s,
         recorder=RecorderOut.of(recorder, now),
     )
 
@@ -365,12 +383,41 @@ async def scheduler_status(backend: BackendDep) -> SchedulerStatusOut:
 ops = APIRouter(tags=["operations"])
 
 
-@ops.get("/health", summary="Health", response_model=HealthOut)
-async def health(backend: BackendDep) -> HealthOut:
-    """Always 200 while the server runs; says whether Redis and NATS answer."""
+@ops.get(
+    "/health",
+    summary="Health",
+    response_model=HealthOut,
+    responses={503: {"model": HealthOut, "description": "Degraded: the problem says what."}},
+)
+async def health(
+    backend: BackendDep, settings: Annotated[AdminSettings, Depends(get_settings)]
+) -> HealthOut | JSONResponse:
+    """200 when Redis and NATS answer and the core schedules (a round within
+    ``--max-round-age``: ``models.core_state``); else 503 with what is wrong."""
     redis_ok, nats_ok = await backend.health()
-    overall = "ok" if redis_ok and nats_ok else "degraded"
-    return HealthOut(status=overall, redis=redis_ok, nats=nats_ok)
+    state: CoreState = "unknown"
+    problem: str | None = None
+    if redis_ok:
+        try:
+            status_ = await backend.core_status()
+        except Unavailable as exc:
+            redis_ok, problem = False, str(exc)
+        else:
+            state, problem = core_state(status_, time.time(), settings.max_round_age_s)
+    if not redis_ok:
+        problem = problem or "Redis does not answer"
+    elif not nats_ok:
+        problem = "NATS does not answer" + (f"; {problem}" if problem else "")
+    out = HealthOut(
+        status="ok" if problem is None else "degraded",
+        redis=redis_ok,
+        nats=nats_ok,
+        core=state,
+        problem=problem,
+    )
+    if problem is None:
+        return out
+    return JSONResponse(out.model_dump(), status_code=status.HTTP_503_SERVICE_UNAVAILABLE)
 
 
 @ops.get(

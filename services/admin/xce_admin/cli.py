@@ -6,13 +6,17 @@ xceadmin scheduler record start [FILE]     # start recording (FILE: a name in th
 xceadmin scheduler record stop             # stop; the file appears once exported
 xceadmin scheduler record status           # the recorder's state
 xceadmin scheduler recordings              # the recordings
-xceadmin scheduler status                  # core (last round, jobs, lag) and recorder
+xceadmin scheduler status                  # core (last round, jobs, lag) and recorder;
+                                           # exit 4 when the core does not schedule
 ```
 
 The server is ``--url`` (default ``$XCE_ADMIN_URL``, else ``http://127.0.0.1:8080``);
 the token is ``$XCE_ADMIN_TOKEN`` (or ``--token``). Every failure is one line on
 stderr. Exit status: 0 done; 1 refused by the server (bad name, wrong token, already
-recording, …); 2 bad usage; 3 the server cannot be reached or failed.
+recording, …); 2 bad usage; 3 the server cannot be reached or failed; 4 (``scheduler
+status``) the core does not schedule: no round within the admin server's
+``--max-round-age``, and the line says whether the core service or the rounds are
+missing.
 """
 
 from __future__ import annotations
@@ -31,18 +35,25 @@ DEFAULT_URL = "http://127.0.0.1:8080"
 EXIT_REFUSED = 1
 EXIT_USAGE = 2
 EXIT_UNAVAILABLE = 3
+EXIT_NOT_SCHEDULING = 4
 
 
 class CliError(Exception):
-    """A failure to report in one line, with its exit status."""
+    """A failure to report in one line, with its exit status, and what to print on
+    stdout all the same (``output``: e.g. the status that shows the failure)."""
 
-    def __init__(self, message: str, code: int) -> None:
+    def __init__(self, message: str, code: int, output: str | None = None) -> None:
         super().__init__(message)
         self.code = code
+        self.output = output
 
 
-def _seconds(text: str) -> float:
-    """A finite, positive number of seconds (an argparse type)."""
+def positive_seconds(text: str) -> float:
+    """A finite, positive number of seconds (an argparse type).
+
+    Raises:
+        argparse.ArgumentTypeError: not a number, or not finite and positive.
+    """
     try:
         value = float(text)
     except ValueError:
@@ -69,7 +80,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument(
         "--timeout",
-        type=_seconds,
+        type=positive_seconds,
         default=90.0,
         help="seconds to wait for an answer (default 90)",
     )
@@ -166,13 +177,17 @@ def _recorder_line(rec: dict[str, Any]) -> str:
 
 def _core_line(core: dict[str, Any] | None) -> str:
     if core is None:
-        return "core: no round yet"
+        return "core: never seen"
+    beat = core["heartbeat_age_seconds"]
+    alive = "no heartbeat" if beat is None else f"heartbeat {beat:.1f} s ago"
+    if core["last_round_ts"] is None:
+        return f"core: event seq {core['seq']}, no round yet; {alive}"
     return (
         f"core: event seq {core['seq']}, last round at ts {core['last_round_ts']} "
         f"({core['round_seconds'] * 1000:.1f} ms, {core['age_seconds']:.1f} s ago); "
         f"jobs pending {core['pending']}, running {core['running']}, suspended "
         f"{core['suspended']}; lag {core['lag_seconds']:.3f} s, {core['events_waiting']} "
-        "events waiting"
+        f"events waiting; {alive}"
     )
 
 
@@ -199,7 +214,10 @@ def run(args: argparse.Namespace) -> str:
             return "no recordings"
         return "\n".join(f"{r['name']}\t{r['size_bytes']}\t{r['modified']}" for r in listed)
     status = _call(args, "GET", "/scheduler/status")
-    return _core_line(status.get("core")) + "\n" + _recorder_line(status["recorder"])
+    text = _core_line(status.get("core")) + "\n" + _recorder_line(status["recorder"])
+    if status["core_state"] != "scheduling":
+        raise CliError(str(status["problem"]), EXIT_NOT_SCHEDULING, output=text)
+    return text
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -208,6 +226,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         print(run(args))
     except CliError as exc:
+        if exc.output is not None:
+            print(exc.output)
         print(f"xceadmin: error: {exc}", file=sys.stderr)
         return exc.code
     except (KeyError, TypeError, AttributeError):

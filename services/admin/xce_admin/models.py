@@ -6,6 +6,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, JsonValue
 from xce_schemas.admin import (
+    CORE_STATUS_KEY,
     DEFAULT_SUFFIX,
     MAX_NAME_LENGTH,
     CoreStatus,
@@ -36,6 +37,11 @@ _RECORDER_EXAMPLE: dict[str, JsonValue] = {
     "recorder_up": True,
     "heartbeat_age_seconds": 0.4,
 }
+
+
+def _age(wall: float, now: float) -> float | None:
+    """Seconds from wall time ``wall`` to ``now`` (None: ``wall`` is 0, never)."""
+    return max(0.0, now - wall) if wall > 0 else None
 
 
 class ErrorOut(BaseModel):
@@ -103,7 +109,7 @@ class RecorderOut(BaseModel):
     @classmethod
     def of(cls, status: RecorderStatus, now: float) -> RecorderOut:
         """The view of ``status`` at wall time ``now`` (s since the epoch)."""
-        age = max(0.0, now - status.heartbeat) if status.heartbeat > 0 else None
+        age = _age(status.heartbeat, now)
         return cls(
             state=status.state,
             name=status.name,
@@ -119,13 +125,59 @@ class RecorderOut(BaseModel):
         )
 
 
+#: Default of the admin server's ``--max-round-age`` (``XCE_MAX_ROUND_AGE``), s: the
+#: bridge sends a round every second (``--round-interval``), so ten missed rounds.
+MAX_ROUND_AGE_S = 10.0
+
+#: How the core is doing, as the admin API tells it (see ``core_state``).
+CoreState = Literal["scheduling", "no_rounds", "down", "absent", "unknown"]
+
+
+def core_state(
+    status: CoreStatus | None, now: float, max_round_age_s: float
+) -> tuple[CoreState, str | None]:
+    """Whether the core schedules, from its status at wall time ``now`` (s since the
+    epoch), and if not, why, in one line.
+
+    The bridge sends ``BEGIN_ROUND`` every round interval even to an idle cluster,
+    so a core that schedules has finished a round within ``max_round_age_s``
+    (``scheduling``). Otherwise its heartbeat tells the two failures apart: recent,
+    the core runs but no round reaches it (``no_rounds``: the bridge is down, or
+    nothing reaches ``XCE_EVENTS``); old or none, the core service is down or stuck
+    (``down``). ``absent``: the core never wrote its status.
+
+    Returns:
+        ``(state, problem)``; ``problem`` is None when scheduling.
+    """
+    if status is None:
+        return "absent", (
+            f"the core service never wrote its status ({CORE_STATUS_KEY}): it has not run "
+            "against this Redis"
+        )
+    round_age = now - status.updated if status.updated > 0 else None
+    if round_age is not None and round_age <= max_round_age_s:
+        return "scheduling", None
+    last = "no round yet" if round_age is None else f"last round {round_age:.1f} s ago"
+    limit = f"limit {max_round_age_s:g} s"
+    beat_age = now - status.heartbeat if status.heartbeat > 0 else None
+    if beat_age is not None and beat_age <= max_round_age_s:
+        return "no_rounds", (
+            f"the core service runs (heartbeat {beat_age:.1f} s ago) but no round reaches "
+            f"it ({last}, {limit}): is the bridge running?"
+        )
+    beat = "no heartbeat" if beat_age is None else f"heartbeat {beat_age:.1f} s ago"
+    return "down", f"the core service is down or stuck ({last}, {beat}, {limit})"
+
+
 class CoreOut(BaseModel):
-    """The core service's state after its last scheduling round."""
+    """The core service's state: its heartbeat and its last scheduling round."""
 
     model_config = ConfigDict(title="Core status")
 
     seq: int = Field(description="Last XCE_EVENTS sequence the core handled.")
-    last_round_ts: int = Field(description="Virtual time of the last round, ns.")
+    last_round_ts: int | None = Field(
+        description="Virtual time of the last round, ns (null: no round yet)."
+    )
     round_seconds: float = Field(description="Wall time the last round took, s.")
     pending: int = Field(description="Jobs pending.")
     running: int = Field(description="Jobs running.")
@@ -135,13 +187,23 @@ class CoreOut(BaseModel):
         "finishing it, s."
     )
     events_waiting: int = Field(description="Events in the stream not yet delivered to the core.")
-    age_seconds: float = Field(description="Seconds since the core last wrote this status.")
+    age_seconds: float | None = Field(
+        description="Seconds since the core finished its last round (null: no round yet)."
+    )
+    heartbeat_age_seconds: float | None = Field(
+        description="Seconds since the core service last showed it runs; it does about "
+        "every second (null: never)."
+    )
 
     @classmethod
     def of(cls, status: CoreStatus, now: float) -> CoreOut:
         """The view of ``status`` at wall time ``now`` (s since the epoch)."""
-        fields = status.model_dump(exclude={"updated"})
-        return cls(**fields, age_seconds=max(0.0, now - status.updated))
+        fields = status.model_dump(exclude={"updated", "heartbeat"})
+        return cls(
+            **fields,
+            age_seconds=_age(status.updated, now),
+            heartbeat_age_seconds=_age(status.heartbeat, now),
+        )
 
 
 class SchedulerStatusOut(BaseModel):
@@ -162,7 +224,11 @@ class SchedulerStatusOut(BaseModel):
                         "lag_seconds": 0.003,
                         "events_waiting": 0,
                         "age_seconds": 0.6,
+                        "heartbeat_age_seconds": 0.6,
                     },
+                    "core_state": "scheduling",
+                    "problem": None,
+                    "max_round_age_seconds": 10.0,
                     "recorder": _RECORDER_EXAMPLE,
                 }
             ]
@@ -170,7 +236,16 @@ class SchedulerStatusOut(BaseModel):
     )
 
     core: CoreOut | None = Field(
-        description="The core's state; null until the core service finished a round."
+        description="The core's state; null until the core service wrote its status."
+    )
+    core_state: CoreState = Field(
+        description="scheduling: a round within max_round_age_seconds; no_rounds: the core "
+        "service runs (recent heartbeat) but no round reaches it (is the bridge running?); "
+        "down: neither, the core service is down or stuck; absent: it never wrote its status."
+    )
+    problem: str | None = Field(description="Why the core is not scheduling, in one line.")
+    max_round_age_seconds: float = Field(
+        description="The oldest last round that counts as scheduling, s (--max-round-age)."
     )
     recorder: RecorderOut
 
@@ -209,15 +284,25 @@ class RecordingList(BaseModel):
 
 
 class HealthOut(BaseModel):
-    """Whether the admin server and the servers it needs answer."""
+    """Whether the scheduler works: the servers the admin API needs answer, and the
+    core schedules (HTTP 200 ``ok``; else 503 ``degraded``)."""
 
     model_config = ConfigDict(
         title="Health",
-        json_schema_extra={"examples": [{"status": "ok", "redis": True, "nats": True}]},
+        json_schema_extra={
+            "examples": [
+                {"status": "ok", "redis": True, "nats": True, "core": "scheduling", "problem": None}
+            ]
+        },
     )
 
     status: Literal["ok", "degraded"] = Field(
-        description="ok: Redis and NATS answer; degraded: one does not."
+        description="ok: Redis and NATS answer and the core schedules; degraded (HTTP 503): "
+        "one of them does not."
     )
     redis: bool = Field(description="Redis answered a PING.")
     nats: bool = Field(description="The NATS connection is up.")
+    core: CoreState = Field(
+        description="As core_state of /scheduler/status (unknown: Redis does not answer)."
+    )
+    problem: str | None = Field(description="What is wrong, in one line (null when ok).")

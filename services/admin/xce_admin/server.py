@@ -2,6 +2,9 @@
 
 The token comes from the environment (``XCE_ADMIN_TOKEN``), never from the command
 line, where other users could read it; without it the server refuses to start.
+``--max-round-age`` (default ``$XCE_MAX_ROUND_AGE``, else 10 s) is how old the core's
+last round may be before ``/health`` answers 503 and ``xceadmin scheduler status``
+exits 4.
 """
 
 from __future__ import annotations
@@ -15,6 +18,8 @@ from pathlib import Path
 import uvicorn
 
 from xce_admin.app import AdminSettings, ConfigError, create_app
+from xce_admin.cli import positive_seconds
+from xce_admin.models import MAX_ROUND_AGE_S
 
 
 def _port(text: str) -> int:
@@ -53,6 +58,15 @@ def build_parser() -> argparse.ArgumentParser:
         help="how long a recorder command may take, s (default 60)",
     )
     parser.add_argument(
+        "--max-round-age",
+        type=positive_seconds,
+        # A string default goes through the type too: a bad XCE_MAX_ROUND_AGE is one line.
+        default=os.environ.get("XCE_MAX_ROUND_AGE", str(MAX_ROUND_AGE_S)),
+        metavar="S",
+        help="the core counts as scheduling while its last round is at most S seconds "
+        "old; past it /health answers 503 (default $XCE_MAX_ROUND_AGE or %(default)s)",
+    )
+    parser.add_argument(
         "--log-level",
         choices=("critical", "error", "warning", "info", "debug", "trace"),
         default="info",
@@ -74,6 +88,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             nats_url=args.nats,
             recordings_dir=args.recordings_dir,
             command_timeout_s=args.command_timeout,
+            max_round_age_s=args.max_round_age,
         )
     except ConfigError as exc:
         print(f"xce-admin: error: {exc}", file=sys.stderr)

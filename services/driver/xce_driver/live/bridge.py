@@ -18,12 +18,14 @@
 3. it forwards every decision of ``XCE_DECISIONS``, in stream order, through a
    durable pull consumer (``xce-bridge``), to ``xce.ctl.decisions.<OP>`` (stream
    ``XCE_CTL_DECISIONS``, message id and header ``Xce-Decision-Id`` = the decision's
-   id), and acknowledges it once the forward is stored.
+   id), and acknowledges it once the forward is stored; a message on the stream
+   without a core decision id (``xce-core:<seq>:<index>``) is another publisher's:
+   logged, counted (``xce_bridge_foreign_decisions_total``), not forwarded.
 
 **Order and exactly-once on XCE_EVENTS.** The bridge is the only publisher of the
 stream. Events are published in the order they were stamped, in batch messages
 pipelined (``controller_bus.ChainedPublisher``): each carries a ``Nats-Msg-Id`` and
-``Nats-Expected-Last-Msg-Id`` naming the message before it, so after a lost publish
+names what must come right before it in the stream, so after a lost publish
 the bridge sends again from the first message not acknowledged, same ids, same
 bytes, and the stream keeps them in stamping order, none twice. An event of a
 controller message has the id ``xce-bridge:ctl:<epoch>:<controller seq>``; a
@@ -31,7 +33,7 @@ round ``xce-bridge:<run>:<n>``; a batch has its events' ids (``EventBatch.ids``)
 and the id of its last event. Every message carries the controller position
 (``Xce-Ctl-Seq``, ``Xce-Ctl-Epoch``): every controller message up to it is an event
 or a dead letter. At start the bridge reads the last message of the stream and goes on
-from its ``ts``, its id and that position: a controller message delivered again (an
+from its ``ts`` and that position: a controller message delivered again (an
 acknowledgement lost, a bridge restart) at or before the position is acknowledged
 and dropped, never stamped a second time. If something else published meanwhile
 (the order check fails right after an acknowledged event), the bridge logs it and
@@ -73,6 +75,7 @@ from xce_schemas.bus import (
     MSG_ID_HEADER,
     DeadLetter,
     deadletter_subject,
+    parse_decision_msg_id,
 )
 from xce_schemas.controller import (
     BRIDGE_CTL_DURABLE,
@@ -102,7 +105,6 @@ from xce_driver.live.controller_bus import (
     consumer_position,
     deliveries,
     ensure_ctl_streams,
-    last_msg_id,
     publish_until_acked,
     stream_epoch,
 )
@@ -367,9 +369,9 @@ class Bridge:
         return self.last_ts
 
     async def _resume(self) -> int:
-        """Go on from the last event of ``XCE_EVENTS``: its ``ts`` and message id (the
-        chain), and the controller position of the last event that carries one
-        (looking back at most ``RESUME_LOOKBACK`` events, past another publisher's).
+        """Go on from the last event of ``XCE_EVENTS``: its ``ts``, and the controller
+        position of the last event that carries one (looking back at most
+        ``RESUME_LOOKBACK`` events, past another publisher's).
 
         Returns:
             The last ``XCE_CONTROLLER`` sequence already an event (0: none known).
@@ -378,7 +380,6 @@ class Bridge:
         js = self._js
         info = await js.stream_info(EVENTS_STREAM)
         last = info.state.last_seq
-        chain: str | None = None
         position = 0
         if last and info.state.messages:
             first = max(info.state.first_seq or 1, last - RESUME_LOOKBACK + 1)
@@ -389,7 +390,6 @@ class Bridge:
                     continue
                 headers = msg.headers or {}
                 if seq == last:
-                    chain = headers.get(MSG_ID_HEADER)
                     ts = last_ts(msg.subject or "", msg.data or b"")
                     if ts is not None and ts > self.last_ts:
                         self.last_ts = ts
@@ -409,7 +409,6 @@ class Bridge:
             self._nc,
             EVENTS_STREAM,
             ack_timeout_s=self.options.ack_timeout_s,
-            chain=chain,
             on_retry=self.metrics.publish_retries.inc,
         )
         return position
@@ -669,27 +668,36 @@ class Bridge:
         each batch (``AckPolicy.ALL``) once its forwards are stored."""
         assert self._js is not None and self._nc is not None
         forward = ChainedPublisher(
-            self._nc,
-            CTL_DECISIONS_STREAM,
-            ack_timeout_s=self.options.ack_timeout_s,
-            chain=await last_msg_id(self._js, CTL_DECISIONS_STREAM),
+            self._nc, CTL_DECISIONS_STREAM, ack_timeout_s=self.options.ack_timeout_s
         )
         while True:
             fresh, stale = await reader.next()
             batch: list[Outgoing] = []
             for item in fresh:
                 op = item.subject[len(DECISIONS_PREFIX) :]
+                decision_id = item.headers.get(MSG_ID_HEADER, "")
+                if parse_decision_msg_id(decision_id) is None:
+                    # Anyone may publish on xce.decisions.>; only the core's go out.
+                    log.warning(
+                        "%s seq %d on %s is not the core's (id %r); not forwarded",
+                        DECISIONS_STREAM,
+                        item.seq,
+                        item.subject,
+                        decision_id,
+                    )
+                    self.metrics.foreign_decisions.inc()
+                    continue
                 try:
                     subject = ctl_decision_subject(op)
                 except ValueError:
                     log.warning("decision on %s names no op; not forwarded", item.subject)
                     continue
-                decision_id = item.headers.get(MSG_ID_HEADER) or f"xce-bridge:decision:{item.seq}"
                 headers = {DECISION_ID_HEADER: decision_id}
                 batch.append(Outgoing(subject, item.data, decision_id, headers, tag=(op, item.seq)))
-            if batch:
-                await forward.publish(batch, self._forwarded)
-            elif fresh:  # nothing to forward in it: done all the same
+            # Done with every message of ``fresh`` once its forwards are stored, the
+            # ones not forwarded included (else the last of them would not be
+            # acknowledged until a later decision, and delivered again meanwhile).
+            if fresh and (not batch or await forward.publish(batch, self._forwarded) == len(batch)):
                 self._forward_done = max(self._forward_done, fresh[-1].seq)
             done = deliveries(fresh, stale)
             await ack_last([msg for msg in done if stream_seq(msg) <= self._forward_done])

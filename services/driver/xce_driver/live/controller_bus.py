@@ -31,10 +31,11 @@ from nats.js import JetStreamContext
 from nats.js.api import (
     ConsumerInfo,
     PubAck,
+    RawStreamMsg,
     StreamConfig,
     StreamInfo,
 )
-from nats.js.errors import NotFoundError
+from nats.js.errors import APIError, NotFoundError
 from xce_schemas.bus import MSG_ID_HEADER
 from xce_schemas.controller import (
     CTL_DECISIONS_DUPLICATE_WINDOW_S,
@@ -52,8 +53,13 @@ log = logging.getLogger("xce_driver.live.controller_bus")
 
 #: The JetStream header that makes the stream check the id of its last message.
 EXPECTED_LAST_MSG_ID_HEADER = "Nats-Expected-Last-Msg-Id"
+#: The JetStream header that makes the stream check the sequence of its last message.
+EXPECTED_LAST_SEQ_HEADER = "Nats-Expected-Last-Sequence"
 #: The JetStream header that makes the server check which stream stores a message.
 EXPECTED_STREAM_HEADER = "Nats-Expected-Stream"
+#: JetStream's error codes for a message refused by its ``Nats-Expected-Last-Msg-Id``
+#: (10070) or ``Nats-Expected-Last-Sequence`` (10071).
+CHAIN_REFUSALS = frozenset({10070, 10071})
 #: Longest wait between two tries of a publish that failed, s.
 MAX_RETRY_DELAY_S = 1.0
 
@@ -287,30 +293,117 @@ class Outgoing:
     tag: object = None
 
 
-class ChainedPublisher:
-    """Publishes messages to one stream in order, pipelined, none twice.
+def msg_id_of(msg: RawStreamMsg) -> str:
+    """The ``Nats-Msg-Id`` of a stored message ("" when it has none)."""
+    return str((msg.headers or {}).get(MSG_ID_HEADER, ""))
 
-    Each message carries its ``Nats-Msg-Id`` and ``Nats-Expected-Last-Msg-Id``
-    naming the message before it, so the stream takes message *n* only right after
-    message *n - 1*. The chain is what makes one acknowledgement enough: only the
-    last message of a window asks for one (the others are sent without a reply
-    subject), and when it is stored every message before it is. When it is not (a
-    publish was lost, the server restarted, the connection dropped), the messages
-    after the lost one were refused too: ``publish`` reads the stream's last
-    message, counts what is in up to it, and sends again from the first one that is
-    not, with the same ids; JetStream drops those it already has (duplicate
-    detection comes before the order check). When the stream's last message is
-    neither the chain's nor one of the batch, something else wrote to the stream:
-    it logs that and goes on after it.
+
+@dataclass(frozen=True, slots=True)
+class Tail:
+    """The end of a stream read backwards (``scan_tail``).
+
+    Attributes:
+        last_seq: the stream's last sequence when it was read (0: never a message).
+        found: the last message the caller recognized as its own (None: none in
+            the part read).
+        foreign: messages read after ``found`` (all those read, when none was found)
+            that are not the caller's; deleted ones are not counted.
+        complete: the scan read back to where it was asked to stop (or the stream's
+            first message); False: it gave up after ``lookback`` messages.
+    """
+
+    last_seq: int
+    found: RawStreamMsg | None
+    foreign: int
+    complete: bool
+
+
+async def scan_tail(
+    js: JetStreamContext,
+    stream: str,
+    own: Callable[[str], bool],
+    *,
+    after: int = 0,
+    below: int | None = None,
+    lookback: int | None = None,
+) -> Tail:
+    """Read ``stream`` backwards from its last message to the last one whose
+    ``Nats-Msg-Id`` ``own`` recognizes, past any other publisher's and past deleted
+    messages (one ``STREAM.MSG.GET`` per message read).
+
+    Args:
+        js: a JetStream context.
+        stream: the stream's name.
+        own: whether a message id (``""``: none) is one of the caller's.
+        after: read no message at or before this sequence.
+        below: start right before this sequence (None: at the stream's last).
+        lookback: read at most this many messages (None: no limit).
+
+    Raises:
+        nats.errors.Error: the stream does not answer.
+    """
+    info = await js.stream_info(stream)
+    last = info.state.last_seq or 0
+    top = last if below is None else min(last, below - 1)
+    first = max(after + 1, info.state.first_seq or 1)
+    floor = first if lookback is None else max(first, top - lookback + 1)
+    foreign = 0
+    for seq in range(top, floor - 1, -1):
+        try:
+            msg = await js.get_msg(stream, seq=seq)
+        except NotFoundError:  # deleted
+            continue
+        if own(msg_id_of(msg)):
+            return Tail(last, msg, foreign, True)
+        foreign += 1
+    return Tail(last, None, foreign, floor == first)
+
+
+class ChainedPublisher:
+    """Publishes messages to one stream in order, pipelined, none twice, and goes on
+    past whatever else the stream holds.
+
+    Messages go in *windows* (at most ``window``, one ``publish`` call's batch cut
+    into pieces). The first message of a window carries
+    ``Nats-Expected-Last-Sequence``: the stream's last sequence once this
+    publisher's messages before it were stored (read from the stream at the first
+    send); each other one ``Nats-Expected-Last-Msg-Id`` naming the message before
+    it. So the stream takes message *n* only right after message *n - 1*, or, for a
+    window's first, only where this publisher left the stream. The chain is what
+    makes one acknowledgement enough: only a window's last message asks for one,
+    and when it is stored every message before it is. Every message carries its
+    ``Nats-Msg-Id``: JetStream drops a repeat within the duplicate window (it
+    checks duplicates before expectations).
+
+    When a window's acknowledgement does not come (a publish lost, the server
+    restarted, another publisher's message got in first, a message refused),
+    ``publish`` reads the stream backwards from its end to where the window
+    started (``scan_tail``): the last message of the window found there, and every
+    one before it, is stored; it sends again from the next one, chained after the
+    stream's end as it is now. Other publishers' messages found there are counted
+    (``on_foreign``) and logged, never waited on. When nothing changed on the
+    stream (the window was refused as it was), the next try sends the first message
+    alone, asking for its acknowledgement: one already stored before (a duplicate,
+    its copy no longer the stream's last) is then acknowledged as such and counted
+    as stored, so nothing can hold the chain for ever.
+
+    Why not chain the window's first message by id too: the id of the stream's
+    last message is what the server compares, and after another publisher's
+    message without an id, a deleted last message or a server restart it is not
+    the id a restarted publisher can know, which refused every message for good.
 
     Args:
         nc: the connected client the messages go through.
         stream: the stream's name.
         ack_timeout_s: how long to wait for a window's acknowledgement before
             sending again, s.
-        chain: the id of the stream's last message (None: no check on the first).
         on_retry: called once per failed try (e.g. a metric).
+        on_foreign: called with the number of other publishers' messages found on
+            the stream after a failed try (e.g. a metric).
         window: most messages sent before waiting for the acknowledgement (≥ 1).
+
+    Raises:
+        ValueError: ``window`` below 1.
     """
 
     def __init__(
@@ -319,8 +412,8 @@ class ChainedPublisher:
         stream: str,
         *,
         ack_timeout_s: float,
-        chain: str | None = None,
         on_retry: Callable[[], None] = lambda: None,
+        on_foreign: Callable[[int], None] = lambda _count: None,
         window: int = 1024,
     ) -> None:
         if window < 1:
@@ -329,9 +422,14 @@ class ChainedPublisher:
         self._js = nc.jetstream()
         self.stream = stream
         self._ack_timeout = ack_timeout_s
-        self.chain = chain
         self._on_retry = on_retry
+        self._on_foreign = on_foreign
         self._window = window
+        #: The stream's last sequence right after this publisher's last message
+        #: (None: not known, read from the stream before the next send).
+        self.last_seq: int | None = None
+        #: The next try sends one message alone (see the class docstring).
+        self._alone = False
         #: Give up after this many seconds of failures (None: never); set when stopping.
         self.give_up_after_s: float | None = None
 
@@ -350,19 +448,27 @@ class ChainedPublisher:
         delay = 0.05
         give_up_at: float | None = None
         while pos < len(batch):
-            end = min(len(batch), pos + self._window)
+            end = min(len(batch), pos + (1 if self._alone else self._window))
+            after = self.last_seq
             failure = await self._send(batch[pos:end])
             if failure is None:
                 for item in batch[pos:end]:
                     confirm(item)
-                self.chain = batch[end - 1].msg_id
                 pos = end
+                self._alone = False
+                delay = 0.05
                 continue
-            chain = self.chain
-            resynced = await self._resync(batch, pos, confirm)
-            if resynced > pos or self.chain != chain:
-                pos = resynced  # progress, or another publisher's message: go on at once
-                continue
+            resynced = await self._resync(batch, pos, end, after, confirm)
+            if resynced is not None:
+                stored, moved = resynced
+                if stored > pos or moved:
+                    pos = stored  # progress, or other messages came in: go on at once
+                    continue
+                refused = isinstance(failure, APIError) and failure.err_code in CHAIN_REFUSALS
+                if refused and not self._alone:
+                    self._alone = True  # a repeat ahead of the window: see the docstring
+                    continue
+                self._alone = True
             if self._nc.is_closed:  # closed for good (nats-py): no retry can succeed
                 raise ConnectionClosedError
             self._on_retry()
@@ -383,11 +489,13 @@ class ChainedPublisher:
         return pos
 
     async def _send(self, window: Sequence[Outgoing]) -> NatsError | None:
-        """Send ``window`` chained after ``self.chain``, the last one as a request for
-        the stream's acknowledgement; None when it came, else why not (the server's
-        refusal, a timeout, no connection)."""
-        previous = self.chain
+        """Send ``window`` chained after ``self.last_seq`` (read first when unknown),
+        the last one as a request for the stream's acknowledgement; None when it
+        came, else why not (the server's refusal, a timeout, no connection)."""
         try:
+            if self.last_seq is None:
+                self.last_seq = (await self._js.stream_info(self.stream)).state.last_seq or 0
+            previous: str | None = None
             for item in window[:-1]:
                 await self._nc.publish(
                     item.subject, item.data, headers=self._headers(item, previous)
@@ -405,10 +513,15 @@ class ChainedPublisher:
             )
         except NatsError as exc:
             return exc
-        if ack.duplicate and len(window) > 1:
-            # JetStream acknowledges a duplicate id before its order check, so this
-            # acknowledgement does not vouch for the messages before it in the window
-            # (they are stored if the chain held when this one first was). Rare: say so.
+        if not ack.duplicate:
+            self.last_seq = ack.seq
+            return None
+        # A copy stored before: its sequence is not the stream's end (read it before
+        # the next send). JetStream acknowledges a duplicate before its order check,
+        # but a message is stored only after every one before it, so the copy vouches
+        # for the window too.
+        self.last_seq = None
+        if len(window) > 1:
             log.warning(
                 "%s: the last of a window of %d (%s) was a duplicate; the window counts as stored",
                 self.stream,
@@ -418,55 +531,54 @@ class ChainedPublisher:
         return None
 
     def _headers(self, item: Outgoing, previous: str | None) -> dict[str, str]:
+        """``item``'s headers: its id, the stream, and what must come right before it
+        (the message ``previous``, or for a window's first the stream's last sequence)."""
         headers = {**item.headers, MSG_ID_HEADER: item.msg_id, EXPECTED_STREAM_HEADER: self.stream}
         if previous is not None:
             headers[EXPECTED_LAST_MSG_ID_HEADER] = previous
+        elif self.last_seq:  # 0: an empty stream, where the server checks nothing
+            headers[EXPECTED_LAST_SEQ_HEADER] = str(self.last_seq)
         return headers
 
     async def _resync(
-        self, batch: Sequence[Outgoing], pos: int, confirm: Callable[[Outgoing], None]
-    ) -> int:
-        """After a failed try, look at the stream's last message: ours from this
-        batch (stored, its acknowledgement lost) moves ``pos`` past it; one that is
-        neither that nor the chain's last is another publisher's, and the chain goes
-        on after it. Returns the new ``pos`` (unchanged when the stream cannot say)."""
+        self,
+        batch: Sequence[Outgoing],
+        pos: int,
+        end: int,
+        after: int | None,
+        confirm: Callable[[Outgoing], None],
+    ) -> tuple[int, bool] | None:
+        """After a failed try of ``batch[pos:end]``, sent after stream sequence
+        ``after``: confirm what of it the stream holds and chain after the stream's
+        end as it is now.
+
+        Returns:
+            ``(the new pos, whether the stream moved past where the try started)``;
+            None when the stream cannot be read (not connected: the retry will tell).
+        """
+        start = self.last_seq if after is None else after
+        if start is None:  # the stream could not be read: nothing was sent
+            return None
+        ids = {item.msg_id: index for index, item in enumerate(batch[pos:end], start=pos)}
         try:
-            last = await last_msg_id(self._js, self.stream)
+            tail = await scan_tail(self._js, self.stream, ids.__contains__, after=start)
         except NatsError:
-            return pos  # not connected: the retry will tell
-        if last == self.chain:
-            return pos
-        ids = [item.msg_id for item in batch]
-        if last in ids[pos:]:
-            stored = ids.index(last, pos)
-            for item in batch[pos : stored + 1]:
+            return None
+        stored = pos
+        if tail.found is not None:
+            stored = ids[msg_id_of(tail.found)] + 1
+            for item in batch[pos:stored]:
                 confirm(item)
-            self.chain = last
-            return stored + 1
-        if last not in ids[:pos]:
+        if tail.foreign:
+            self._on_foreign(tail.foreign)
             log.warning(
-                "another publisher wrote to %s (its last message is %r); going on after it",
+                "another publisher wrote %d message(s) to %s (up to seq %d); going on after them",
+                tail.foreign,
                 self.stream,
-                last,
+                tail.last_seq,
             )
-            self.chain = None
-        return pos
-
-
-async def last_msg_id(js: JetStreamContext, stream: str) -> str | None:
-    """The ``Nats-Msg-Id`` of a stream's last message (None: empty, or no id).
-
-    Raises:
-        nats.errors.Error: the stream does not answer.
-    """
-    info = await js.stream_info(stream)
-    if not info.state.messages or not info.state.last_seq:
-        return None
-    try:
-        msg = await js.get_msg(stream, seq=info.state.last_seq)
-    except NotFoundError:
-        return None
-    return (msg.headers or {}).get(MSG_ID_HEADER)
+        self.last_seq = tail.last_seq
+        return stored, tail.last_seq != start
 
 
 async def publish_until_acked(

@@ -21,7 +21,9 @@ of messages at a time; a message holds one event, or a batch of them
    (``CoreCheckpoint``: the last event's sequence and ``save_snapshot(core)``) is
    written to Redis in one ``SET``;
 5. after a batch with a ``BEGIN_ROUND``, the ``CoreStatus`` hash
-   ``xce:core:status`` (last round, job counts, lag) that the admin API shows.
+   ``xce:core:status`` (last round, job counts, lag) that the admin API shows; and
+   at least every ``HEARTBEAT_S`` while the service runs, its heartbeat there, so
+   that the admin API tells a dead core from one that gets no rounds.
 
 Batching changes no decision (the core sees the same events in the same order);
 it takes the waits for acknowledgements off each event (one round trip per batch
@@ -35,11 +37,27 @@ A checkpoint is written only after the decisions of every event it covers are on
 the stream, so nothing before S is missing. Of the re-handled events' decisions,
 those already on the stream are not published again: the chain makes the stream
 take decision *n* only right after decision *n - 1*, so it holds every decision up
-to its last one, whose id the service reads at start (the *watermark*) and skips
-up to. The ids also make JetStream drop any duplicate within the duplicate window
-(e.g. a publish acknowledged by the server whose acknowledgement was lost).
-Acknowledgements only tell the server what to deliver next; a lost one makes it
-redeliver an event, which the service recognizes by its sequence and skips.
+to the core's last one there, whose id the service reads at start (the
+*watermark*, found reading back past messages the core did not write and deleted
+ones) and skips up to (``xce_core_decisions_skipped_total``). The ids also make
+JetStream drop any duplicate within the duplicate window (e.g. a publish
+acknowledged by the server whose acknowledgement was lost). Acknowledgements only
+tell the server what to deliver next; a lost one makes it redeliver an event,
+which the service recognizes by its sequence and skips.
+
+**Positions are checked, not trusted.** S and the watermark count in
+``XCE_EVENTS`` as it is now: at start the service refuses (``PositionError``, exit
+2, one line naming the streams, the positions and what to delete together) a
+checkpoint past the stream's end, events after S gone from it, a watermark made
+from an event past the stream's end or stored before its event (the stream was
+made anew since), or one not after the core's decision before it. Catching up, the
+core must make the watermark's decision again, byte for byte, else it stops the
+same way before publishing anything past it. **Other publishers' messages** on
+``XCE_DECISIONS`` or ``XCE_RECORD`` are never waited on: counted
+(``xce_core_foreign_messages_total{stream}``), logged and gone past; the first
+message of each batch is chained to the stream's last sequence rather than to the
+id of its last message, which a message without an id, a deleted last message or
+a NATS restart made unknowable (``controller_bus.ChainedPublisher``).
 
 **Recording** (Req 10 AC 9-10, 15). The service answers ``CoreRecordCommand``
 requests on ``xce.core.record`` (the recorder service sends them). A command takes
@@ -83,7 +101,7 @@ from nats.aio.msg import Msg
 from nats.errors import ConnectionClosedError
 from nats.errors import Error as NatsError
 from nats.js import JetStreamContext
-from nats.js.api import AckPolicy, ConsumerConfig, DeliverPolicy
+from nats.js.api import AckPolicy, ConsumerConfig, DeliverPolicy, RawStreamMsg
 from nats.js.errors import NotFoundError
 from pydantic import ValidationError
 from redis.exceptions import RedisError
@@ -113,11 +131,13 @@ from xce_schemas.bus import (
     decision_msg_id,
     decision_subject,
     parse_decision_msg_id,
+    parse_record_msg_id,
 )
+from xce_schemas.controller import CTL_DECISIONS_STREAM
 from xce_schemas.errors import describe
 
 from xce_driver.live.connection import connect_nats
-from xce_driver.live.controller_bus import ChainedPublisher, Outgoing, last_msg_id
+from xce_driver.live.controller_bus import ChainedPublisher, Outgoing, msg_id_of, scan_tail
 from xce_driver.live.event_codec import Taken, data_of, decode_message
 from xce_driver.live.metrics import CoreMetrics
 from xce_driver.live.options import (
@@ -134,11 +154,7 @@ from xce_driver.live.options import (
     whole,
 )
 from xce_driver.live.pull import PullConsumer, stream_seq
-from xce_driver.live.record_stream import (
-    RecordStream,
-    ensure_record_stream,
-    read_record_watermark,
-)
+from xce_driver.live.record_stream import RecordStream, ensure_record_stream
 from xce_driver.live.streams import DECISIONS_DUPLICATE_WINDOW_S, ensure_streams
 from xce_driver.live.tasks import cancel_and_wait
 from xce_driver.plugins import load_registry
@@ -154,10 +170,41 @@ FAULT_POINTS = ("decision", "ack", "checkpoint", "checkpointed", "record")
 #: How long a stopping service still tries to store the decisions of the events it
 #: took, s (a bus that is gone is not waited for long).
 STOP_GRACE_S = 5.0
+#: How many messages back from the end of ``XCE_DECISIONS`` (``XCE_RECORD``) a
+#: starting service looks for its own last one, past other publishers' messages.
+RESUME_LOOKBACK = 10_000
+#: How often the service writes its heartbeat into ``xce:core:status``, s.
+HEARTBEAT_S = 1.0
 
 
 class CheckpointError(ValueError):
     """The checkpoint in Redis cannot be used; the message names the key and why."""
+
+
+class PositionError(CheckpointError):
+    """The checkpoint, ``XCE_EVENTS`` and ``XCE_DECISIONS`` do not agree on where the
+    core is (a stream made anew or purged without the others, a message the core did
+    not write); the message names the streams, the positions and how to fix it."""
+
+
+@dataclass
+class _Watermark:
+    """The core's last decision on ``XCE_DECISIONS`` at start: the decisions of
+    re-handled events up to it are on the stream already and not published again.
+
+    Attributes:
+        id: its ``(event seq, index)``.
+        seq: its ``XCE_DECISIONS`` sequence.
+        subject, data: as stored; the core makes the same decision again, or the
+            stream is not this core's (``PositionError``).
+        skipped: decisions skipped so far.
+    """
+
+    id: tuple[int, int]
+    seq: int
+    subject: str
+    data: bytes
+    skipped: int = 0
 
 
 @dataclass
@@ -287,7 +334,9 @@ class CoreService:
         self.checkpoint_seq = 0
         #: Events taken since the last checkpoint (a message may hold several).
         self._since_checkpoint = 0
-        self._watermark: tuple[int, int] | None = None
+        self._watermark: _Watermark | None = None
+        self._beat_at = -HEARTBEAT_S  # monotonic time of the last heartbeat written
+        self._beat_written = True  # the last one was written (or none was tried)
         self._decisions_out: ChainedPublisher | None = None
         #: Recording messages made but not yet on ``XCE_RECORD`` (see ``_flush_records``).
         self._records_out: ChainedPublisher | None = None
@@ -320,6 +369,9 @@ class CoreService:
                 at start (later outages are waited out and retried).
             CheckpointError: the checkpoint in Redis cannot be loaded (the service
                 refuses to guess; delete the key to start afresh).
+            PositionError: the checkpoint, ``XCE_EVENTS`` and ``XCE_DECISIONS`` do not
+                agree (see ``_check_positions``); also raised while catching up, when
+                the core does not make again the decision the stream ends with.
         """
         if stop is not None:
             self._stop = stop
@@ -336,10 +388,9 @@ class CoreService:
             await ensure_streams(self._js, self.options.decisions_window_s)
             await ensure_record_stream(self._js)
             await self._restore()
-            self._watermark = await self._read_watermark()
-            self._decisions_out = await self._chained(DECISIONS_STREAM)
-            self.record.watermark = await read_record_watermark(self._js)
-            self._records_out = await self._chained(RECORD_STREAM)
+            await self._check_positions()
+            self._decisions_out = self._chained(DECISIONS_STREAM)
+            self._records_out = self._chained(RECORD_STREAM)
             await self._record_transitions()
             await nc.subscribe(CORE_RECORD_SUBJECT, cb=self._on_record_command)
             await self._loop()
@@ -353,16 +404,17 @@ class CoreService:
             if not nc.is_closed:
                 await nc.close()
 
-    async def _chained(self, stream: str) -> ChainedPublisher:
-        """This service's ordered publisher to ``stream``, chained after the message
-        the stream ends with."""
-        assert self._nc is not None and self._js is not None
+    def _chained(self, stream: str) -> ChainedPublisher:
+        """This service's ordered publisher to ``stream``, chained after the stream's
+        end as it is at the first publish (whoever wrote the last message)."""
+        assert self._nc is not None
+        foreign = self.metrics.foreign_messages.labels(stream)
         return ChainedPublisher(
             self._nc,
             stream,
             ack_timeout_s=self.options.publish_timeout_s,
-            chain=await last_msg_id(self._js, stream),
             on_retry=self.metrics.publish_retries.inc,
+            on_foreign=foreign.inc,
         )
 
     def stop(self) -> None:
@@ -425,25 +477,144 @@ class CoreService:
             )
             return None
 
-    async def _read_watermark(self) -> tuple[int, int] | None:
-        """The id of the last decision on the stream: everything up to it is there."""
+    async def _check_positions(self) -> None:
+        """Read where the core's messages end on ``XCE_DECISIONS`` and ``XCE_RECORD``
+        (the watermarks) and check them, and the checkpoint, against ``XCE_EVENTS``.
+
+        The core goes on after event C (the checkpoint's) and skips the decisions up
+        to its last one on the stream, made from event S: both positions count in
+        ``XCE_EVENTS`` as it is now, so both must be of this very stream. Refused:
+        C past the stream's end, events after C gone from it, S past its end, event
+        S stored after that decision (it cannot be the event the decision was made
+        from: the stream was made anew meanwhile), a last decision whose id is not
+        after the core's one before it (a message the core did not write).
+
+        Raises:
+            PositionError: one of those, in one line naming the streams, the
+                positions and what to delete to start afresh.
+            nats.errors.Error: a stream does not answer.
+        """
         assert self._js is not None
-        info = await self._js.stream_info(DECISIONS_STREAM)
-        last = info.state.last_seq
-        if not last:
-            return None
-        try:
-            msg = await self._js.get_msg(DECISIONS_STREAM, seq=last)
-        except NotFoundError:
-            log.warning("last decision (seq %d) is gone: relying on de-duplication", last)
-            return None
-        msg_id = (msg.headers or {}).get(MSG_ID_HEADER, "")
+        events = (await self._js.stream_info(EVENTS_STREAM)).state
+        first, last, c = events.first_seq or 1, events.last_seq or 0, self.seq
+        if c > last:
+            raise PositionError(
+                f"checkpoint {self.options.checkpoint_key} is at event seq {c}, past the end "
+                f"of {EVENTS_STREAM} (seq {last}): {EVENTS_STREAM} was made anew or purged "
+                f"after it; restore it, or {self._afresh()}"
+            )
+        if first > c + 1 and last > c:
+            raise PositionError(
+                f"events {c + 1}..{first - 1} after checkpoint {self.options.checkpoint_key} "
+                f"(event seq {c}) are no longer in {EVENTS_STREAM} (it starts at seq {first}): "
+                f"the core would miss them; restore them, or {self._afresh()}"
+            )
+        found = await self._last_own(DECISIONS_STREAM, parse_decision_msg_id)
+        if found is not None:
+            self._watermark = await self._checked_watermark(found, first, last)
+            log.info(
+                "decisions already on %s up to %s (seq %d)",
+                DECISIONS_STREAM,
+                msg_id_of(found),
+                found.seq,
+            )
+        record = await self._last_own(RECORD_STREAM, parse_record_msg_id)
+        if record is not None:
+            self.record.watermark = parse_record_msg_id(msg_id_of(record))
+
+    async def _last_own(
+        self, stream: str, parse: Callable[[str], object | None]
+    ) -> RawStreamMsg | None:
+        """The core's last message on ``stream``, past other publishers' messages
+        (counted in ``xce_core_foreign_messages`` and logged) and deleted ones; None:
+        the core has none there.
+
+        Raises:
+            PositionError: none within ``RESUME_LOOKBACK`` messages of the end.
+            nats.errors.Error: the stream does not answer.
+        """
+        assert self._js is not None
+        tail = await scan_tail(
+            self._js,
+            stream,
+            lambda msg_id: parse(msg_id) is not None,
+            lookback=RESUME_LOOKBACK,
+        )
+        if not tail.complete:
+            raise PositionError(
+                f"none of the last {RESUME_LOOKBACK:,} messages of {stream} (up to seq "
+                f"{tail.last_seq}) is the core's: another publisher writes to it; remove "
+                f"their messages (nats stream rmm), or {self._afresh()}"
+            )
+        if tail.foreign:
+            self.metrics.foreign_messages.labels(stream).inc(tail.foreign)
+            log.warning(
+                "%s ends with %d message(s) the core did not write (up to seq %d): "
+                "ignored; the core goes on after them",
+                stream,
+                tail.foreign,
+                tail.last_seq,
+            )
+        return tail.found
+
+    async def _checked_watermark(self, found: RawStreamMsg, first: int, last: int) -> _Watermark:
+        """The watermark the core's last decision ``found`` makes, checked against
+        ``XCE_EVENTS`` (``first``..``last``: its sequences now; see
+        ``_check_positions``).
+
+        Raises:
+            PositionError: the decision does not belong to this ``XCE_EVENTS``.
+        """
+        assert self._js is not None and found.seq is not None
+        msg_id = msg_id_of(found)
         mark = parse_decision_msg_id(msg_id)
-        if mark is None:
-            log.warning("last decision has id %r, not a core's: relying on de-duplication", msg_id)
-        else:
-            log.info("decisions already published up to event seq %d, index %d", *mark)
-        return mark
+        assert mark is not None
+        where = f"{DECISIONS_STREAM} ends with the core's decision {msg_id} (seq {found.seq})"
+        fix = (
+            f"if that message is not the core's, delete it (nats stream rmm {DECISIONS_STREAM} "
+            f"{found.seq}); else {self._afresh()}"
+        )
+        if mark[0] > last:
+            raise PositionError(
+                f"{where}, made from event seq {mark[0]}, past the end of {EVENTS_STREAM} "
+                f"(seq {last}): {fix}"
+            )
+        if mark[0] >= first:
+            with contextlib.suppress(NotFoundError):  # deleted: nothing to compare
+                event = await self._js.get_msg(EVENTS_STREAM, seq=mark[0])
+                if event.time and found.time and event.time > found.time:
+                    raise PositionError(
+                        f"{where}, stored at {found.time:%Y-%m-%dT%H:%M:%S.%fZ}, before event "
+                        f"seq {mark[0]} of {EVENTS_STREAM} (stored at "
+                        f"{event.time:%Y-%m-%dT%H:%M:%S.%fZ}): {EVENTS_STREAM} was made anew "
+                        f"since that decision; {fix}"
+                    )
+        # The core's decision before it (none within RESUME_LOOKBACK: nothing to compare).
+        before = (
+            await scan_tail(
+                self._js,
+                DECISIONS_STREAM,
+                lambda msg_id: parse_decision_msg_id(msg_id) is not None,
+                below=found.seq,
+                lookback=RESUME_LOOKBACK,
+            )
+        ).found
+        earlier = None if before is None else parse_decision_msg_id(msg_id_of(before))
+        if before is not None and earlier is not None and earlier > mark:
+            raise PositionError(
+                f"{where}, which is not after the core's decision before it, "
+                f"{msg_id_of(before)} (seq {before.seq}): {fix}"
+            )
+        return _Watermark(mark, found.seq, found.subject or "", found.data or b"")
+
+    def _afresh(self) -> str:
+        """How to start afresh, for a ``PositionError`` (the controller's stream too:
+        a fresh core's decision ids start again at ``xce-core:1:0``)."""
+        return (
+            f"to start afresh, stop the bridge and delete {EVENTS_STREAM}, {DECISIONS_STREAM} "
+            f"and {CTL_DECISIONS_STREAM} and the Redis keys {self.options.checkpoint_key} and "
+            f"{self.options.recording_key} together"
+        )
 
     async def _subscribe(self) -> PullConsumer:
         """The durable consumer, recreated to start right after the checkpoint."""
@@ -451,23 +622,6 @@ class CoreService:
         js, durable = self._js, self.options.durable
         with contextlib.suppress(NotFoundError):
             await js.delete_consumer(EVENTS_STREAM, durable)
-        info = await js.stream_info(EVENTS_STREAM)
-        if info.state.last_seq < self.seq:
-            log.error(
-                "the checkpoint is at event seq %d, past the end of %s (%d): was the stream "
-                "recreated? Delete %s to start afresh",
-                self.seq,
-                EVENTS_STREAM,
-                info.state.last_seq,
-                self.options.checkpoint_key,
-            )
-        if info.state.first_seq > self.seq + 1 and info.state.messages:
-            log.error(
-                "events %d..%d are no longer in %s: the core misses them",
-                self.seq + 1,
-                info.state.first_seq - 1,
-                EVENTS_STREAM,
-            )
         # No filter subject: the stream holds only xce.events.>, and on a filtered
         # consumer nats-server 2.9 counts the pending messages by a scan under the
         # consumer's lock at every CONSUMER.INFO, holding up the fetches (a
@@ -492,6 +646,7 @@ class CoreService:
         sub = await self._subscribe()
         try:
             while not self._stop.is_set():
+                await self._heartbeat()
                 msgs = await self._fetch(sub)
                 if msgs:
                     async with self._busy:
@@ -583,15 +738,14 @@ class CoreService:
                 if reason is not None and taken.index is not None:  # the core refused it
                     reason = f"event {taken.index} of the batch: {reason}"
             for decision in self._out:
-                if mark is not None and (seq, index) <= mark:
-                    self.metrics.decisions_skipped.inc()
+                out_subject = decision_subject(decision.op)
+                out_data = decision.model_dump_json().encode()
+                if mark is not None and (seq, index) <= mark.id:
+                    self._skip(mark, (seq, index), out_subject, out_data)
                 else:
                     batch.decisions.append(
                         Outgoing(
-                            decision_subject(decision.op),
-                            decision.model_dump_json().encode(),
-                            decision_msg_id(seq, index),
-                            tag=decision.op,
+                            out_subject, out_data, decision_msg_id(seq, index), tag=decision.op
                         )
                     )
                 index += 1
@@ -605,6 +759,50 @@ class CoreService:
             batch.events += 1
             self._since_checkpoint += 1
         self.seq = seq
+        if mark is not None and seq >= mark.id[0]:
+            self._passed(mark, seq, index)
+
+    def _skip(self, mark: _Watermark, at: tuple[int, int], subject: str, data: bytes) -> None:
+        """Skip decision ``at`` of a re-handled event: it is on ``XCE_DECISIONS``
+        already (counted in ``xce_core_decisions_skipped``). The last one skipped
+        must be the very decision the stream ends with.
+
+        Raises:
+            PositionError: it is not (the stream's last decision is not this core's).
+        """
+        if at == mark.id and (subject, data) != (mark.subject, mark.data):
+            raise PositionError(
+                f"{DECISIONS_STREAM} ends with decision {decision_msg_id(*at)} (seq {mark.seq}) "
+                f"on {mark.subject}, but the core makes another one there, on {subject}: "
+                f"that message is not this core's (delete it: nats stream rmm "
+                f"{DECISIONS_STREAM} {mark.seq}), or {self._afresh()}"
+            )
+        mark.skipped += 1
+        self.metrics.decisions_skipped.inc()
+
+    def _passed(self, mark: _Watermark, seq: int, made: int) -> None:
+        """Event ``seq`` at or past the watermark's event was taken (``made``
+        decisions from it): nothing more to skip; log how many were.
+
+        Raises:
+            PositionError: the core made fewer decisions from the watermark's event
+                than the stream holds.
+        """
+        if seq == mark.id[0] and made <= mark.id[1]:
+            raise PositionError(
+                f"{DECISIONS_STREAM} ends with decision {decision_msg_id(*mark.id)} (seq "
+                f"{mark.seq}), but the core makes only {made} decision(s) from event seq "
+                f"{seq}: that message is not this core's (delete it: nats stream rmm "
+                f"{DECISIONS_STREAM} {mark.seq}), or {self._afresh()}"
+            )
+        if mark.skipped:
+            log.info(
+                "%d decisions of re-handled events skipped: on %s already, up to %s",
+                mark.skipped,
+                DECISIONS_STREAM,
+                decision_msg_id(*mark.id),
+            )
+        self._watermark = None
 
     @staticmethod
     def _decode(seq: int, subject: str, data: bytes) -> list[Taken]:
@@ -667,17 +865,44 @@ class CoreService:
         self.metrics.events_seq.set(self.seq)
         if batch.round_ts is not None:
             await self._publish_status(batch.round_ts)
+        else:
+            await self._heartbeat()
         await self._record_transitions()
         if self._count_checkpoint_due():
             await self._checkpoint()
 
+    async def _heartbeat(self) -> None:
+        """Write ``heartbeat`` and ``seq`` into ``xce:core:status`` (``CoreStatus``)
+        once ``HEARTBEAT_S`` passed since the last write: the admin API tells from it
+        a core that runs from one that is gone. A Redis failure is logged; the next
+        heartbeat tries again."""
+        started = time.monotonic()
+        if started - self._beat_at < HEARTBEAT_S:
+            return
+        self._beat_at = started
+        assert self._redis is not None
+        fields: dict[FieldT, EncodableT] = {"heartbeat": str(time.time()), "seq": str(self.seq)}
+        try:
+            await self._redis.hset(CORE_STATUS_KEY, mapping=fields)
+        except RedisError as exc:
+            if self._beat_written:  # once per outage, not every second
+                log.warning("heartbeat not written (%s); the admin API shows the core down", exc)
+            self._beat_written = False
+        else:
+            self._beat_written = True
+
     async def _publish_status(self, round_ts: int) -> None:
         """Write the ``CoreStatus`` hash (``xce:core:status``) after a round, for the
-        admin API; a Redis failure is logged and the next round tries again."""
+        admin API, heartbeat included; a Redis failure is logged and the next round
+        tries again."""
         assert self._redis is not None
         sample = self.metrics.registry.get_sample_value
+        now = time.time()
+        self.metrics.last_round.set(now)
+        self._beat_at = time.monotonic()
         status = CoreStatus(
             seq=self.seq,
+            heartbeat=now,
             last_round_ts=round_ts,
             round_seconds=self._round_s,
             pending=self.metrics.totals[0],
@@ -685,7 +910,7 @@ class CoreService:
             suspended=self.metrics.totals[2],
             lag_seconds=sample("xce_core_event_lag_seconds") or 0.0,
             events_waiting=int(sample("xce_core_events_waiting") or 0),
-            updated=time.time(),
+            updated=now,
         )
         fields: dict[FieldT, EncodableT] = {k: v for k, v in to_hash(status).items()}
         try:

@@ -51,13 +51,26 @@ class CoreMetrics:
         )
         self.decisions_skipped = Counter(
             "xce_core_decisions_skipped",
-            "Decisions of re-processed events already on the stream before a restart",
+            "Decisions of re-processed events not published again: on XCE_DECISIONS "
+            "already, up to the core's last decision there at start",
+            registry=r,
+        )
+        self.foreign_messages = Counter(
+            "xce_core_foreign_messages",
+            "Messages the core did not write found on its streams (at start, or after a "
+            "publish they got in the way of), by stream; skipped, never waited on",
+            ["stream"],
             registry=r,
         )
         self.dead_letters = Counter(
             "xce_core_dead_letters", "Events rejected to the dead-letter subject", registry=r
         )
         self.rounds = Counter("xce_core_rounds", "Scheduling rounds (BEGIN_ROUND)", registry=r)
+        self.last_round = Gauge(
+            "xce_core_last_round_timestamp_seconds",
+            "Wall time the core finished its last scheduling round, s since the epoch",
+            registry=r,
+        )
         self.round_duration = Histogram(
             "xce_core_round_duration_seconds",
             "Wall time of one scheduling round, s",
@@ -185,6 +198,11 @@ class BridgeMetrics:
             registry=r,
         )
         self.rounds = Counter("xce_bridge_rounds", "BEGIN_ROUND events emitted", registry=r)
+        self.foreign_decisions = Counter(
+            "xce_bridge_foreign_decisions",
+            "Messages on XCE_DECISIONS without a core decision id, not forwarded",
+            registry=r,
+        )
         self.decisions_forwarded = Counter(
             "xce_bridge_decisions_forwarded",
             "Decisions forwarded to xce.ctl.decisions.<OP>, by op",

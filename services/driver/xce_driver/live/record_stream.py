@@ -14,9 +14,10 @@ are ``save_snapshot`` of a state that a restarted core rebuilds exactly, and the
 message number ``n`` and the snapshot cadence are carried in the core's checkpoint
 (``RecordingRun``). A restarted core therefore publishes the same messages under the
 same ids; those already on the stream are skipped by the *watermark* (the id of the
-stream's last message, read at start: the core service publishes them in order, each
-chained to the one before it, so everything before it is there too), and
-JetStream's de-duplication drops any other repeat within the duplicate window.
+core's last message on the stream, read at start past any other publisher's: the
+core service publishes them in order, each chained to the one before it, so
+everything before it is there too), and JetStream's de-duplication drops any other
+repeat within the duplicate window.
 """
 
 from __future__ import annotations
@@ -28,12 +29,10 @@ from pathlib import Path
 
 from nats.js import JetStreamContext
 from nats.js.api import StreamConfig
-from nats.js.errors import NotFoundError
 from xce_core.core import SchedCore
 from xce_core.snapshot import save_snapshot
 from xce_schemas import CoreEvent, Decision
 from xce_schemas.bus import (
-    MSG_ID_HEADER,
     RECORD_DUPLICATE_WINDOW_S,
     RECORD_END,
     RECORD_LAST_HEADER,
@@ -43,7 +42,6 @@ from xce_schemas.bus import (
     RECORD_TYPE_HEADER,
     CoreRecording,
     RecordingRun,
-    parse_record_msg_id,
     record_msg_id,
     record_subject,
 )
@@ -75,22 +73,6 @@ async def ensure_record_stream(js: JetStreamContext) -> None:
         nats.errors.Error: the server refuses or does not answer.
     """
     await ensure_stream(js, record_stream_config())
-
-
-async def read_record_watermark(js: JetStreamContext) -> tuple[str, int] | None:
-    """``(recording id, number)`` of the last message of ``XCE_RECORD``, or None.
-
-    Raises:
-        nats.errors.Error: the server does not answer.
-    """
-    last = (await js.stream_info(RECORD_STREAM)).state.last_seq
-    if not last:
-        return None
-    try:
-        msg = await js.get_msg(RECORD_STREAM, seq=last)
-    except NotFoundError:
-        return None
-    return parse_record_msg_id((msg.headers or {}).get(MSG_ID_HEADER, ""))
 
 
 def start_wall(ts_ns: int) -> str:
