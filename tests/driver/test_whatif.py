@@ -418,3 +418,23 @@ def test_an_event_file_made_for_another_configuration_is_refused(
     other = events_of(tmp_path / "alt.jsonl", workload(jobs), queues=(URGENT,))
     assert main(["replay", str(base), "--sim-alt-events", str(other)]) == 2
     assert "its configuration hash differs from the base recording's" in capsys.readouterr().err
+
+
+def test_on_an_sdsc_prefix_the_base_recording_as_alt_gives_the_base_run_back(
+    tmp_path: Path, trace_path: Callable[[str], Path]
+) -> None:
+    from xce_driver.workloads.swf import read_swf
+
+    load = map_trace(read_swf(trace_path("SDSC-SP2-1998-4.2-cln.swf.gz")), max_jobs=1_500)
+    with RecordingWriter(tmp_path / "sdsc.jsonl.gz") as writer:
+        base_jobs = run_simulation(
+            load, source="sdsc", recording=writer, snapshot_interval=700
+        ).records
+    base = tmp_path / "sdsc.jsonl.gz"
+    stamps = [line.ts for line in read_lines(base) if line.type == "SNAPSHOT"]
+    for start in (stamps[0], stamps[len(stamps) // 2]):
+        result = what_if(base, base, WhatIfOptions(start_ts=start))
+        assert outcome(result.records) == {
+            j: o for j, o in outcome(base_jobs).items() if j in result.records
+        }
+        assert result.moved() == [] and result.endless == [] and result.refused_count == 0
