@@ -69,6 +69,15 @@ def run_cli(argv: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, s
     return code, out, err
 
 
+def summary_rows(out: str) -> dict[str, str]:
+    """The figure -> value rows of a printed summary table."""
+    return {
+        cells[0].strip(): cells[1].strip()
+        for line in out.splitlines()
+        if len(cells := line.strip("│ ").split("│")) == 2
+    }
+
+
 def read_csv(path: Path) -> tuple[list[str], list[dict[str, str]]]:
     with path.open(newline="") as handle:
         rows = list(csv.reader(handle))
@@ -942,11 +951,7 @@ def test_skipped_records_are_counted_by_reason_in_the_summary_and_the_report(
         ["simulate", "--workload", str(trace), "--report", str(report_path)], capsys
     )
     assert (code, err) == (0, "")
-    rows = {
-        cells[0].strip(): cells[1].strip()
-        for line in out.splitlines()
-        if len(cells := line.strip("│ ").split("│")) == 2
-    }
+    rows = summary_rows(out)
     assert rows["skipped / rejected / never started"] == "4 / 0 / 0"
     assert rows["skipped by reason"] == (
         "unknown submit time 1, unknown run time 2, no processors 1"
@@ -1230,11 +1235,7 @@ def test_summary_of_a_run_where_nothing_finished(
         ["simulate", "--workload", str(trace), "--report", str(report_path)], capsys
     )
     assert (code, err) == (0, "")
-    rows = {
-        cells[0].strip(): cells[1].strip()
-        for line in out.splitlines()
-        if len(cells := line.strip("│ ").split("│")) == 2
-    }
+    rows = summary_rows(out)
     assert rows["cluster"] == "1 host, 1 slot"
     assert rows["jobs"] == "1,234 total, 0 finished"
     assert rows["skipped / rejected / never started"] == "1,233 / 1 / 0"
