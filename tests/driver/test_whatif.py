@@ -438,3 +438,48 @@ def test_on_an_sdsc_prefix_the_base_recording_as_alt_gives_the_base_run_back(
             j: o for j, o in outcome(base_jobs).items() if j in result.records
         }
         assert result.moved() == [] and result.endless == [] and result.refused_count == 0
+
+
+@pytest.mark.parametrize(
+    ("interval", "every"),
+    [(None, 3), (None, 7), (20, 3), (20, 5)],
+    ids=[
+        "rounds at every change, a snapshot every 3 events",
+        "rounds at every change, every 7",
+        "a 20 s grid, every 3",
+        "a 20 s grid, every 5",
+    ],
+)
+def test_from_any_snapshot_even_inside_an_instant_the_base_comes_back_whole(
+    tmp_path: Path, interval: int | None, every: int
+) -> None:
+    """A SNAPSHOT every few events falls between a submission and its round,
+    between a round's PREEMPT and its victims' suspension, between a PEND and the
+    rejection of a job larger than the cluster: the what-if finishes that instant as
+    the emulator did, and each job's record (suspensions, run-limit kills included)
+    is its whole history, not its part after the snapshot."""
+    load = map_trace(generate_lublin(n_jobs=60, nodes=8, seed=11), hosts=8)
+    jobs = list(load.jobs)
+    for index in range(0, len(jobs), 5):
+        jobs[index] = SimJob(**{**_fields(jobs[index]), "queue": "urgent"})
+    jobs.append(J(999, jobs[-1].submit_s, 10, tasks=9))  # larger than the cluster
+    queues = (URGENT, NORMAL.model_copy(update={"run_limit_s": 2_000}))
+    base, base_jobs = recorded(
+        tmp_path / "b.jsonl",
+        workload(jobs, hosts=8),
+        interval=interval,
+        snapshots=every,
+        queues=queues,
+    )
+    assert sum(r.times_suspended for r in base_jobs.values()) > 0
+    assert any(r.killed_by_runlimit for r in base_jobs.values()) and base_jobs[999].rejected
+    # The last SNAPSHOT of each instant is the one --sim-start-ts can choose.
+    last_of = {line.ts: line.number for line in read_lines(base) if line.type == "SNAPSHOT"}
+    assert len(last_of) > 10
+    starts = sorted(last_of.items())[1:]
+    for ts, number in starts[:: max(1, len(starts) // 30)]:  # some 30, spread out
+        result = what_if(base, base, WhatIfOptions(start_ts=ts))
+        assert result.snapshot_line == number
+        expected = {j: o for j, o in outcome(base_jobs).items() if j in result.records}
+        assert outcome(result.records) == expected, f"from {ts} (line {number})"
+        assert result.moved() == [] and result.endless == [] and result.refused_count == 0

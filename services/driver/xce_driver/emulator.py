@@ -60,7 +60,7 @@ from __future__ import annotations
 import heapq
 import itertools
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from enum import IntEnum
 
 from xce_core.core import SchedCore
@@ -454,12 +454,33 @@ class ClusterEmulator(Workload):
         self._push(WorkersPush(ts=start_ns, payload=WorkersPushPayload(hosts=self._hosts)))
         self._schedule_arrivals()
 
-    def adopt(self, core: SchedCore) -> None:
+    def adopt(
+        self,
+        core: SchedCore,
+        *,
+        history: Mapping[int, JobRecord] | None = None,
+        round_owed: bool = False,
+    ) -> None:
         """Take up, instead of ``start``, a core restored from a snapshot: its
         configuration, hosts and jobs are there already. Each job pending there
         waits; each running one runs the time its run plan gives from the core's
         time on (its plan's ``run_ns`` is the time it has left); each suspended one
         waits for its RESUME. Then every submission and input goes in the agenda.
+
+        A snapshot may fall inside an instant, between what happened then and the
+        emulator's answers to it; the rest of that instant is done here, as the
+        emulator would have done it: the victims of a preemption in flight are
+        suspended, a job pended as larger than the cluster is rejected, and the
+        round owed at that instant (``round_owed``: a change came after the last
+        round, or victims were just suspended) is put in the agenda (on a grid, at
+        the grid's next round unless the snapshot's time is on it).
+
+        Args:
+            core: the restored core (its time is the snapshot's).
+            history: what happened to its jobs before the snapshot (their records
+                so far, as the emulator keeps them), by jobid; a job without one
+                starts its record at the snapshot.
+            round_owed: a round is owed at the snapshot's time.
 
         Raises:
             SimulationTimeError: a finish past the end of virtual time.
@@ -469,17 +490,22 @@ class ClusterEmulator(Workload):
         self._started = True
         now = core.last_ts
         self._queues = {name: queue.spec() for name, queue in core.state.queues.items()}
+        history = history or {}
         for job in sorted(core.state.jobs.values(), key=lambda job: job.jobid):
-            plan = self._plan(job.jobid)
             record = self._record(job.jobid, job.submit_ts, job.tasks, job.queue)
+            known = history.get(job.jobid)
+            if known is not None:
+                record = self.records[job.jobid] = replace(known, run_s=record.run_s)
             if job.state is JobState.PEND:
                 self._pending += 1
                 reason = job.pend_reason
                 if reason is not None and reason.main is PendingCode.QUEUE_WINDOW:
                     self._window_held[job.jobid] = job.queue
                 continue
-            record.start_s = self._s(job.start_ts)
-            record.hosts = () if job.alloc is None else tuple(h.host for h in job.alloc.hosts)
+            if known is None:
+                record.start_s = self._s(job.start_ts)
+                record.hosts = () if job.alloc is None else tuple(h.host for h in job.alloc.hosts)
+            plan = self._plan(job.jobid)
             run = self._runs[job.jobid] = JobRun.planned(plan, self._queues.get(job.queue), now)
             if job.state is JobState.RUN:
                 self._run_for(now, job.jobid, run)
@@ -487,9 +513,30 @@ class ClusterEmulator(Workload):
             else:  # suspended before the snapshot, since its suspend_ts
                 run.suspend(now)
                 run.since_ns = job.suspend_ts
-                record.times_suspended = 1
+                if known is None:
+                    record.times_suspended = 1
                 self._suspended += 1
+        suspended = False
+        for preemption in sorted(core.state.preemptions.values(), key=lambda p: p.preemptor):
+            for victim in preemption.victims:
+                suspended |= self._suspend(now, victim)
+        for job in sorted(core.state.jobs.values(), key=lambda job: job.jobid):
+            reason = job.pend_reason
+            if job.state is JobState.PEND and reason is not None and reason.main in _REJECT:
+                self._push(
+                    JobStateChange(
+                        ts=now, payload=JobStateChangePayload(jobid=job.jobid, state=JobState.EXIT)
+                    )
+                )
+                self._reject(job.jobid, REJECT_LARGER_THAN_CLUSTER)
+                self._pending -= 1
         self._schedule_arrivals()
+        if suspended or (round_owed and (self._interval_ns is None or self._on_grid(now))):
+            self._schedule(now, EventPriority.ROUND, _GRID_ROUND)
+            if self._interval_ns is not None:
+                self._next_round_ns = now
+        elif self._interval_ns is not None:
+            self._plan_grid_round(now)
 
     def _schedule_arrivals(self) -> None:
         for job in self._jobs.values():

@@ -208,12 +208,20 @@ def _header(path: Path, lines: Iterator[Line], force: bool) -> Header:
 
 @dataclass(frozen=True, slots=True)
 class StartPoint:
-    """Where a replay starts: the recording's HEADER, the SNAPSHOT line chosen, and
-    the ts of its first SNAPSHOT (the recording's time origin, ns)."""
+    """Where a replay starts: the recording's HEADER, the SNAPSHOT line chosen, its
+    first SNAPSHOT line (whose ts is the recording's time origin, ns), and whether
+    a round was owed at the chosen one: an event other than BEGIN_ROUND came last
+    before it, so it fell inside an instant, before that instant's round."""
 
     header: Header
     line: Line
-    origin_ts: int
+    first: Line
+    round_owed: bool = False
+
+    @property
+    def origin_ts(self) -> int:
+        """The recording's time origin: its first SNAPSHOT's ts, ns."""
+        return self.first.ts
 
 
 def find_snapshot(path: Path, start_ts: int | None, force: bool) -> StartPoint:
@@ -231,16 +239,19 @@ def find_snapshot(path: Path, start_ts: int | None, force: bool) -> StartPoint:
     header = _header(path, lines, force)
     chosen: Line | None = None
     first: Line | None = None
+    last_event = owed = ""  # the type of the last event line, and before ``chosen``
     for line in lines:
         if line.type == "HEADER":
             raise ReplayError(f"{path}:{line.number}: a second HEADER")
         if line.type != "SNAPSHOT":
+            if line.type != "DECISION":
+                last_event = line.type
             continue
         if first is None:
             first = line
         if start_ts is not None and line.ts > start_ts:
             break
-        chosen = line
+        chosen, owed = line, last_event
         if start_ts is None:
             break
     if first is None:
@@ -265,16 +276,15 @@ def find_snapshot(path: Path, start_ts: int | None, force: bool) -> StartPoint:
             f"its first snapshot (line {first.number}): the file was edited or mixed "
             "(--force to replay anyway)"
         )
-    return StartPoint(header, chosen, first.ts)
+    return StartPoint(header, chosen, first, owed not in ("", "BEGIN_ROUND"))
 
 
-def load_start(path: Path, start: StartPoint) -> CoreSnapshot:
-    """The core state of the chosen SNAPSHOT line.
+def load_start(path: Path, line: Line) -> CoreSnapshot:
+    """The core state of a SNAPSHOT line (``StartPoint.line`` or ``.first``).
 
     Raises:
         ReplayError: the SNAPSHOT's data is not a valid core state (named by line).
     """
-    line = start.line
     try:
         return CoreSnapshot.model_validate(line.data.get("data"))
     except ValidationError as exc:
@@ -552,7 +562,7 @@ def replay(
     started = time.perf_counter()
     try:
         start = find_snapshot(path, options.start_ts, options.force)
-        snapshot = load_start(path, start)
+        snapshot = load_start(path, start.line)
         result = ReplayResult(start.line.number, start.line.ts, RunStats())
         run = _Run(snapshot, path, registry, options.verify, tolerate_rejects=False)
         lines = lines_after(path, start.line.number, require_end=True, progress=progress)
@@ -623,7 +633,9 @@ def explain_job(
         if at_offset_s is not None:
             at_ts = find_snapshot(path, None, force=True).origin_ts + at_offset_s * NS
         start = find_snapshot(path, at_ts, force=True)
-        run = _Run(load_start(path, start), path, registry, verify=False, tolerate_rejects=True)
+        run = _Run(
+            load_start(path, start.line), path, registry, verify=False, tolerate_rejects=True
+        )
         for line in lines_after(path, start.line.number, require_end=True):
             if line.type in ("DECISION", "SNAPSHOT", "END", "RUN_TIME"):
                 continue

@@ -53,7 +53,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from pydantic import ValidationError
@@ -182,59 +182,89 @@ _REJECTED = frozenset({PendingCode.JOB_LARGER_THAN_CLUSTER})
 
 
 class _BaseRun:
-    """What the base recording says happened to each job from the snapshot on: its
-    ``JobRecord`` (as the emulator would have kept it), and its running time after
-    the snapshot, which becomes its run plan in the what-if.
+    """What the base recording says happened to each job: its ``JobRecord`` (as the
+    emulator would have kept it) and its running time, from the recording's first
+    SNAPSHOT on, so the jobs the chosen snapshot holds come with their whole
+    history (``history``), and their running time after it becomes their run plan
+    in the what-if. The figures (``records``, ``stats``) are of the jobs from the
+    chosen snapshot on: those it holds and those submitted later.
 
     It reads the recorded lines, not a new replay: the recording is the base run.
     """
 
-    def __init__(self, snapshot: CoreSnapshot, origin_ts: int) -> None:
+    def __init__(self, first: CoreSnapshot, origin_ts: int) -> None:
         self.origin_ts = origin_ts
-        self.records: dict[int, JobRecord] = {}
+        self._all: dict[int, JobRecord] = {}
         self.stats = EmulatorStats()
-        self._queues: dict[str, QueueSpec] = {q.name: q for q in snapshot.queues}
+        self.history: dict[int, JobRecord] = {}  # at the chosen snapshot
+        self._scope: set[int] | None = None  # jobs of the figures (None: not started)
+        self._queues: dict[str, QueueSpec] = {q.name: q for q in first.queues}
         self._queue_of: dict[int, str] = {}
-        self._since: dict[int, int] = {}  # running since (ns), for running jobs
-        self._ran: dict[int, int] = {}  # running time after the snapshot, ns
-        self._ran_before: dict[int, int | None] = {}  # before it (None: not known)
+        self._since: dict[int, int] = {}  # running (or suspended) since, ns
+        self._ran: dict[int, int] = {}  # running time from the first snapshot, ns
+        self._ran_at_start: dict[int, int] = {}  # of it, up to the chosen snapshot
+        self._ran_before: dict[int, int | None] = {}  # before the first (None: not known)
         self._too_big: set[int] = set()  # pended JOB_LARGER_THAN_CLUSTER
         self._ended: dict[int, JobState] = {}
-        for job in snapshot.jobs:
+        for job in first.jobs:
             record = self._record(job.jobid, job.submit_ts, job.tasks, job.queue)
             if job.state is JobState.PEND:
                 continue
             record.start_s = self._s(job.start_ts)
             record.hosts = () if job.alloc is None else tuple(h.host for h in job.alloc.hosts)
-            never_suspended = job.suspend_ts == 0
-            self._ran_before[job.jobid] = (
-                snapshot.ts - job.start_ts
-                if never_suspended and job.state is JobState.RUN
-                else None
-            )
+            # Running time before the first snapshot: known for a job never suspended.
+            known = job.suspend_ts == 0 and job.state is JobState.RUN
+            self._ran_before[job.jobid] = first.ts - job.start_ts if known else None
             self._ran[job.jobid] = 0
             if job.state is JobState.RUN:
-                self._since[job.jobid] = snapshot.ts
+                self._since[job.jobid] = first.ts
             else:
                 record.times_suspended = 1
                 self._since[job.jobid] = job.suspend_ts  # suspended since
+
+    @property
+    def records(self) -> dict[int, JobRecord]:
+        """The records of the jobs from the chosen snapshot on."""
+        scope = self._scope or set()
+        return {jobid: record for jobid, record in self._all.items() if jobid in scope}
+
+    def mark_start(self, snapshot: CoreSnapshot) -> None:
+        """The chosen snapshot is reached: note its jobs' history and running time."""
+        self._scope = {job.jobid for job in snapshot.jobs}
+        for jobid in self._scope:
+            record = self._all[jobid]
+            ran = self._ran.get(jobid, 0)
+            if self._running(jobid, record):
+                ran += snapshot.ts - self._since[jobid]
+            self._ran_at_start[jobid] = ran
+            self.history[jobid] = replace(record)
+
+    def _running(self, jobid: int, record: JobRecord) -> bool:
+        return jobid in self._since and record.times_suspended == record.times_resumed
 
     def _s(self, ts: int) -> int:
         return (ts - self.origin_ts) // NS
 
     def _record(self, jobid: int, submit_ts: int, tasks: int, queue: str) -> JobRecord:
-        record = self.records[jobid] = JobRecord(jobid, self._s(submit_ts), 0, tasks)
+        record = self._all[jobid] = JobRecord(jobid, self._s(submit_ts), 0, tasks)
         self._queue_of[jobid] = queue
+        if self._scope is not None:
+            self._scope.add(jobid)
         return record
 
     def take(self, event: CoreEvent | None, decision: Decision | None) -> None:
-        """Account for one recorded event or decision line."""
+        """Account for one recorded event or decision line (counted in ``stats``
+        from the chosen snapshot on)."""
+        counting = self._scope is not None
         if decision is not None:
+            if counting:
+                counts = self.stats.decisions
+                counts[decision.op] = counts.get(decision.op, 0) + 1
             self._decision(decision.ts, decision)
             return
         if event is None:
             return
-        self.stats.events += 1
+        self.stats.events += counting
         if isinstance(event, JobsPush):
             for spec in event.payload.jobs:
                 self._record(spec.jobid, spec.submit_ts, spec.tasks, spec.queue)
@@ -245,16 +275,14 @@ class _BaseRun:
         elif isinstance(event, QueueUpdate):
             self._queues[event.payload.queue.name] = event.payload.queue
         elif event.type == "BEGIN_ROUND":
-            self.stats.rounds += 1
+            self.stats.rounds += counting
 
     def _decision(self, ts: int, decision: Decision) -> None:
-        counts = self.stats.decisions
-        counts[decision.op] = counts.get(decision.op, 0) + 1
         jobid = getattr(decision, "jobid", None)
-        if jobid is None or jobid not in self.records:
+        if jobid is None or jobid not in self._all:
             return
         if isinstance(decision, Dispatch):
-            record = self.records[jobid]
+            record = self._all[jobid]
             if record.start_s is None:
                 record.start_s = self._s(ts)
                 record.hosts = tuple(host.host for host in decision.alloc.hosts)
@@ -267,21 +295,20 @@ class _BaseRun:
             self._too_big.add(jobid)
 
     def _resumed(self, ts: int, jobid: int) -> None:
-        record = self.records[jobid]
+        record = self._all[jobid]
         record.suspended_s += self._s(ts) - self._s(self._since[jobid])
         record.times_resumed += 1
         self._since[jobid] = ts
 
     def _state_change(self, ts: int, jobid: int, state: JobState) -> None:
-        record = self.records.get(jobid)
+        record = self._all.get(jobid)
         if record is None:
             return
-        running = jobid in self._since and record.times_suspended == record.times_resumed
+        running = self._running(jobid, record)
         if state is JobState.SUSP and running:
             self._ran[jobid] += ts - self._since[jobid]
             self._since[jobid] = ts
             record.times_suspended += 1
-            self.stats.suspensions += 1
         elif state is JobState.RUN and jobid in self._since and not running:
             self._resumed(ts, jobid)  # the controller resumed it
         elif state in (JobState.DONE, JobState.EXIT):
@@ -289,7 +316,6 @@ class _BaseRun:
                 self._ran[jobid] += ts - self._since[jobid]
             self._since.pop(jobid, None)
             self._ended[jobid] = state
-            self.stats.done += 1
             if record.start_s is None:
                 record.rejected = True
                 record.rejected_reason = (
@@ -308,16 +334,18 @@ class _BaseRun:
         return before + self._ran[jobid] >= queue.run_limit_s * NS
 
     def plans(self) -> dict[int, RunPlan]:
-        """The run plan of every job that started and ended in the base run: its
-        running time from the snapshot (or its start) to its end."""
+        """The run plan of every job that started and ended in the base run from the
+        chosen snapshot on: its running time from the snapshot (or its start) to
+        its end."""
         plans = {}
+        scope = self._scope or set()
         for jobid, state in self._ended.items():
-            record = self.records[jobid]
-            if record.start_s is None:
+            record = self._all[jobid]
+            if record.start_s is None or jobid not in scope:
                 continue
             killed = record.killed_by_runlimit
             plans[jobid] = RunPlan(
-                self._ran[jobid],
+                self._ran[jobid] - self._ran_at_start.get(jobid, 0),
                 exit=state is JobState.EXIT and not killed,
                 killed_by_runlimit=killed,
                 limited=False,  # its recorded run already ends where its limit cut it
@@ -491,7 +519,7 @@ def what_if(
     incomplete: list[str] = []
     try:
         start = find_snapshot(base_path, options.start_ts, options.force)
-        snapshot = load_start(base_path, start)
+        snapshot = load_start(base_path, start.line)
         base = _read_base(base_path, start, snapshot, options.force, progress, incomplete)
         alt = _read_alternative(
             alt_path, start.header, snapshot, options.force, progress, incomplete
@@ -511,7 +539,7 @@ def what_if(
             inputs=alt.inputs,
             run_plans=_plans(base.plans(), alt, snapshot),
         )
-        emulator.adopt(core)
+        emulator.adopt(core, history=base.history, round_owed=start.round_owed)
         jobs = len(emulator.records) + sum(
             len(e.payload.jobs) for e in alt.inputs if isinstance(e, JobsPush)
         )
@@ -548,17 +576,23 @@ def _read_base(
     progress: Progress | None,
     incomplete: list[str],
 ) -> _BaseRun:
-    """The base run from its recorded lines after the snapshot.
+    """The base run from its recorded lines after its first snapshot (the chosen
+    one, ``snapshot``, marks where the figures start).
 
     Raises:
         ReplayError: a line that is not valid, or no END line (unless ``force``).
     """
-    base = _BaseRun(snapshot, start.origin_ts)
+    first = snapshot if start.first.number == start.line.number else None
+    base = _BaseRun(first or load_start(path, start.first), start.origin_ts)
+    if first is not None:
+        base.mark_start(snapshot)
     report = None if progress is None else _bytes_progress(progress, "base")
-    lines = lines_after(path, start.line.number, require_end=True, progress=report)
+    lines = lines_after(path, start.first.number, require_end=True, progress=report)
     try:
         for line in lines:
             kind = line.type
+            if line.number == start.line.number:
+                base.mark_start(snapshot)
             if kind in ("SNAPSHOT", "END", "HEADER", "RUN_TIME"):
                 continue
             try:
