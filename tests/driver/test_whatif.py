@@ -483,3 +483,27 @@ def test_from_any_snapshot_even_inside_an_instant_the_base_comes_back_whole(
         expected = {j: o for j, o in outcome(base_jobs).items() if j in result.records}
         assert outcome(result.records) == expected, f"from {ts} (line {number})"
         assert result.moved() == [] and result.endless == [] and result.refused_count == 0
+
+
+def test_a_closed_pipe_loses_no_output_file_and_prints_no_error(
+    tmp_path: Path, xce_sched: str
+) -> None:
+    import subprocess
+
+    jobs = [J(1, 0, 100), J(2, 10, 50), J(3, 20, 30)]
+    base, _ = recorded(tmp_path / "base.jsonl", workload(jobs))
+    alt = events_of(tmp_path / "alt.jsonl", workload(jobs[1:]))
+    report, per_job = tmp_path / "r.json", tmp_path / "j.csv"
+    command = [xce_sched, "replay", str(base), "--sim-alt-events", str(alt)]
+    with subprocess.Popen(
+        [*command, "--report", str(report), "--jobs-out", str(per_job)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    ) as proc:
+        assert proc.stdout is not None and proc.stderr is not None
+        proc.stdout.close()  # as `| head -0` does, before anything is printed
+        err = proc.stderr.read()
+        code = proc.wait(timeout=120)
+    assert (code, err) == (141, b"")
+    assert orjson.loads(report.read_bytes())["jobs_total"] == 2
+    assert per_job.read_text().splitlines()[0] == ",".join(CSV_COLUMNS)

@@ -646,11 +646,19 @@ def _summary_rows(report: Report, wall_label: str) -> list[tuple[str, str]]:
     ]
 
 
+class _Results(Console):
+    """The console of the results, which leaves a closed pipe (``| head``) to
+    ``main``, as ``print`` does (rich would exit 1 on its own)."""
+
+    def on_broken_pipe(self) -> None:
+        raise BrokenPipeError
+
+
 def _stdout() -> Console:
     """The console of the results: a terminal's width, or no wrapping at all when
     piped (``PIPE_WIDTH``)."""
-    console = Console()
-    return console if console.is_terminal else Console(width=PIPE_WIDTH)
+    console = _Results()
+    return console if console.is_terminal else _Results(width=PIPE_WIDTH)
 
 
 def _print_summary(
@@ -835,6 +843,9 @@ def replay_command(args: argparse.Namespace) -> int:
                 task, completed=done // 2**20, total=size // 2**20 or None
             ),
         )
+    if args.report:  # the file first: printing may stop at a closed pipe (| head)
+        with _writing("--report", args.report):
+            Path(args.report).write_bytes(orjson.dumps(as_dict(result), option=orjson.OPT_INDENT_2))
     console = _stdout()
     stats = result.stats
     if result.paused_at is not None:
@@ -869,9 +880,6 @@ def replay_command(args: argparse.Namespace) -> int:
         print(f"... and {result.mismatch_count - len(result.mismatches):,} more mismatches")
     if result.incomplete is not None:
         print(f"{PROG}: warning: {result.incomplete}; replayed what it holds", file=sys.stderr)
-    if args.report:
-        with _writing("--report", args.report):
-            Path(args.report).write_bytes(orjson.dumps(as_dict(result), option=orjson.OPT_INDENT_2))
     return 1 if result.mismatch_count else 0
 
 
@@ -914,7 +922,7 @@ def what_if_command(args: argparse.Namespace) -> int:
         result = what_if(
             args.file, args.sim_alt_events, options, registry=load_registry(), progress=progress
         )
-    _print_what_if(_stdout(), args, result)
+    # The files first: printing may stop at a closed pipe (| head).
     if args.report:
         with _writing("--report", args.report):
             Path(args.report).write_bytes(
@@ -923,6 +931,7 @@ def what_if_command(args: argparse.Namespace) -> int:
     if args.jobs_out:
         with _writing("--jobs-out", args.jobs_out):
             write_jobs_csv(result.records.values(), args.jobs_out)
+    _print_what_if(_stdout(), args, result)
     for text in result.incomplete:
         print(f"{PROG}: warning: {text}; used what it holds", file=sys.stderr)
     if result.endless:
@@ -1052,6 +1061,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     except (UserError, SwfError, MappingError, ConfigError, ReplayError, ValueError) as exc:
         _say_error(str(exc))
         return 2
+    except BrokenPipeError:
+        # The reader of stdout went away (| head): say nothing more, as a shell tool
+        # killed by SIGPIPE; the files the command writes were written first.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 128 + 13
     except OSError as exc:
         where = f"{exc.filename}: " if exc.filename else ""
         _say_error(f"{where}{exc.strerror or exc}")
