@@ -466,3 +466,28 @@ def test_a_pause_after_the_last_event_shows_the_state_at_the_end(tmp_path: Path)
     assert result.pause_summary.startswith(f"ts={last} ")
     assert "jobs pending 0, running 0, suspended 0" in result.pause_summary
     assert result.stats.events == replay(path).stats.events
+
+
+@pytest.mark.parametrize(
+    "how", ["inside a line", "inside the gzip stream"], ids=["cut mid-line", "a .gz cut short"]
+)
+def test_force_replays_what_a_file_cut_anywhere_holds(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], how: str
+) -> None:
+    whole = record(tmp_path / "r.jsonl", jobs=60).read_bytes()
+    if how == "inside a line":
+        cut = tmp_path / "cut.jsonl"
+        cut.write_bytes(whole[: len(whole) * 2 // 3])
+    else:
+        cut = tmp_path / "cut.jsonl.gz"
+        cut.write_bytes(gzip.compress(whole, mtime=0)[: len(gzip.compress(whole)) * 2 // 3])
+    assert main(["replay", str(cut), "--sim-verify"]) == 2
+    err = capsys.readouterr().err
+    assert "the recording was cut short (--force replays what it holds)" in err
+    assert main(["replay", str(cut), "--sim-verify", "--force"]) == 0
+    captured = capsys.readouterr()
+    assert "0 mismatches" in captured.out and "replayed what it holds" in captured.err
+    # explain answers inside what it holds, and says so of a job past the cut.
+    assert main(["explain", "1", "--recording", str(cut), "--at-s", "0"]) == 0
+    assert main(["explain", "60", "--recording", str(cut), "--at-s", "0"]) == 2
+    assert "never appears in what the recording holds" in capsys.readouterr().err

@@ -279,7 +279,9 @@ def read_lines(
         RecordingError: the file is missing or unreadable, a line is not a JSON object
             with a known ``type`` and an integer ``ts``, a line follows ``END``, or
             the file is truncated.
-        IncompleteRecording: ``require_end`` and no ``END`` line (see above).
+        IncompleteRecording: ``require_end`` and no ``END`` line (see above), a
+            last line cut in the middle, or a ``.gz`` whose stream stops part way
+            (every whole line before was yielded).
     """
     path = Path(path)
     try:
@@ -300,7 +302,12 @@ def read_lines(
     try:
         with handle:
             for number, raw in enumerate(handle, start=1):
-                line = _decode(path, number, raw)
+                try:
+                    line = _decode(path, number, raw)
+                except _CutShort as exc:
+                    if require_end:  # the lines before it were whole: say it is cut short
+                        raise IncompleteRecording(f"{exc}: the recording was cut short") from None
+                    raise
                 if ended:
                     raise RecordingError(
                         f"{path}:{number}: a {line.type} line after the END line "
@@ -313,7 +320,14 @@ def read_lines(
                 if progress is not None and number % 4096 == 0:
                     progress(disk.tell(), size)
                 yield line
-    except (OSError, EOFError, zlib.error) as exc:
+    except EOFError as exc:  # a .gz whose compressed stream stops part way
+        if require_end:
+            raise IncompleteRecording(
+                f"{path}:{number + 1}: the compressed file ends early ({exc}): the recording "
+                "was cut short"
+            ) from None
+        raise RecordingError(f"{path}:{number + 1}: cannot be read ({exc})") from None
+    except (OSError, zlib.error) as exc:
         raise RecordingError(f"{path}:{number + 1}: cannot be read ({exc})") from None
     if require_end and not ended and version >= _END_SINCE:
         raise IncompleteRecording(
@@ -329,6 +343,10 @@ def _size(path: Path) -> int:
         return 0
 
 
+class _CutShort(RecordingError):
+    """The last line of a file is incomplete: the file was cut inside it."""
+
+
 def _decode(path: Path, number: int, raw: bytes) -> Line:
     where = f"{path}:{number}"
     if not raw.endswith(b"\n"):
@@ -337,7 +355,7 @@ def _decode(path: Path, number: int, raw: bytes) -> Line:
         try:
             orjson.loads(raw)
         except orjson.JSONDecodeError:
-            raise RecordingError(f"{where}: the file is truncated (last line incomplete)") from None
+            raise _CutShort(f"{where}: the file is truncated (last line incomplete)") from None
     try:
         data = orjson.loads(raw)
     except orjson.JSONDecodeError as exc:

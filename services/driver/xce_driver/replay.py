@@ -25,6 +25,7 @@ import statistics
 import sys
 import time
 from collections.abc import Callable, Iterator
+from contextlib import suppress
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -235,25 +236,27 @@ def find_snapshot(path: Path, start_ts: int | None, force: bool) -> StartPoint:
             ``force``), no snapshot (at or before ``start_ts``).
         RecordingError: an unreadable file or line.
     """
-    lines = read_lines(path)
+    # A file cut short may still hold the snapshot: whoever reads on says so.
+    lines = read_lines(path, require_end=True)
     header = _header(path, lines, force)
     chosen: Line | None = None
     first: Line | None = None
     last_event = owed = ""  # the type of the last event line, and before ``chosen``
-    for line in lines:
-        if line.type == "HEADER":
-            raise ReplayError(f"{path}:{line.number}: a second HEADER")
-        if line.type != "SNAPSHOT":
-            if line.type != "DECISION":
-                last_event = line.type
-            continue
-        if first is None:
-            first = line
-        if start_ts is not None and line.ts > start_ts:
-            break
-        chosen, owed = line, last_event
-        if start_ts is None:
-            break
+    with suppress(IncompleteRecording):
+        for line in lines:
+            if line.type == "HEADER":
+                raise ReplayError(f"{path}:{line.number}: a second HEADER")
+            if line.type != "SNAPSHOT":
+                if line.type != "DECISION":
+                    last_event = line.type
+                continue
+            if first is None:
+                first = line
+            if start_ts is not None and line.ts > start_ts:
+                break
+            chosen, owed = line, last_event
+            if start_ts is None:
+                break
     if first is None:
         raise ReplayError(
             f"{path}: no SNAPSHOT line to start from (an event file of xce-sched events "
@@ -390,6 +393,12 @@ class _Run:
             self.stats.ends[event.payload.jobid] = event.ts
         return True
 
+    def cut_short(self) -> None:
+        """The recording stops here, so the last event's decisions may be recorded
+        only in part: they are not verified."""
+        self._event = None
+        self._recorded = []
+
     def record(self, line: Line) -> None:
         """Take a recorded DECISION line that follows the current event."""
         if self.verify:
@@ -516,6 +525,7 @@ def _replay_events(
         if not options.force:
             raise ReplayError(f"{exc} (--force replays what it holds)") from None
         result.incomplete = str(exc)
+        run.cut_short()
     run.settle()
     if options.pause_at is not None and not paused:
         # A pause after the last event: the state then is the state at the end.
@@ -677,21 +687,27 @@ def _absent(path: Path, jobid: int, at_ts: int) -> str:
     (how and when), from the recording's events.
 
     Raises:
-        ReplayError: the job never appears in the recording.
+        ReplayError: the job never appears in the recording (or in what a recording
+            cut short holds).
     """
     submitted: int | None = None
     ended: tuple[int, str] | None = None
-    for line in read_lines(path):
-        if line.type == "JOBS_PUSH":
-            jobs = line.data.get("payload", {}).get("jobs", ())
-            if any(isinstance(job, dict) and job.get("jobid") == jobid for job in jobs):
-                submitted = line.ts
-        elif line.type == "JOB_STATE_CHANGE" and line.ts <= at_ts:
-            payload = line.data.get("payload", {})
-            if payload.get("jobid") == jobid and payload.get("state") in ("DONE", "EXIT"):
-                ended = (line.ts, str(payload["state"]))
+    cut = ""
+    try:
+        for line in read_lines(path, require_end=True):
+            if line.type == "JOBS_PUSH":
+                jobs = line.data.get("payload", {}).get("jobs", ())
+                if any(isinstance(job, dict) and job.get("jobid") == jobid for job in jobs):
+                    submitted = line.ts
+            elif line.type == "JOB_STATE_CHANGE" and line.ts <= at_ts:
+                payload = line.data.get("payload", {})
+                if payload.get("jobid") == jobid and payload.get("state") in ("DONE", "EXIT"):
+                    ended = (line.ts, str(payload["state"]))
+    except IncompleteRecording as exc:
+        cut = f" ({exc})"
     if submitted is None:
-        raise ReplayError(f"{path}: job {jobid} never appears in the recording")
+        holds = "what the recording holds" if cut else "the recording"
+        raise ReplayError(f"{path}: job {jobid} never appears in {holds}{cut}")
     if submitted > at_ts:
         return f"not submitted yet (it is submitted at {format_ts(submitted)})"
     if ended is not None:
