@@ -28,6 +28,7 @@ from xce_driver.simulate import run_simulation, scheduler_config
 from xce_driver.whatif import (
     ALREADY_SUBMITTED,
     BEFORE_SNAPSHOT,
+    NO_SUCH_JOB,
     ROUNDS,
     STATE_CHANGES,
     WhatIfOptions,
@@ -199,7 +200,7 @@ def test_an_event_file_cut_short_is_refused_unless_forced(
     assert "used what it holds" in capsys.readouterr().err
 
 
-def test_a_job_with_no_run_time_is_named_and_the_what_if_exits_1(
+def test_a_job_with_no_run_time_is_refused_up_front_and_forced_the_what_if_exits_1(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     jobs = [J(1, 0, 10), J(2, 5, 10)]
@@ -209,9 +210,11 @@ def test_a_job_with_no_run_time_is_named_and_the_what_if_exits_1(
     push["payload"] = {"jobs": [dict(push["payload"]["jobs"][0], jobid=9)]}
     alt = tmp_path / "alt.jsonl"
     alt.write_bytes(b"".join(orjson.dumps(line) + b"\n" for line in [*lines[:3], push, *lines[3:]]))
-    result = what_if(base, alt)
+    with pytest.raises(ReplayError, match=r"1 jobs of the what-if have no known run time \(9\)"):
+        what_if(base, alt)  # refused before it runs
+    result = what_if(base, alt, WhatIfOptions(force=True))
     assert result.endless == [9] and result.records[9].end_s is None
-    assert main(["replay", str(base), "--sim-alt-events", str(alt)]) == 1
+    assert main(["replay", str(base), "--sim-alt-events", str(alt), "--force"]) == 1
     err = capsys.readouterr().err
     assert "the what-if dispatched 1 job whose run time is not known (9:" in err
 
@@ -480,6 +483,8 @@ def test_from_any_snapshot_even_inside_an_instant_the_base_comes_back_whole(
     for ts, number in starts[:: max(1, len(starts) // 30)]:  # some 30, spread out
         result = what_if(base, base, WhatIfOptions(start_ts=ts))
         assert result.snapshot_line == number
+        # The same jobs: none submitted again (one that ended in the snapshot's instant).
+        assert set(result.records) == set(result.base_records), f"from {ts} (line {number})"
         expected = {j: o for j, o in outcome(base_jobs).items() if j in result.records}
         assert outcome(result.records) == expected, f"from {ts} (line {number})"
         assert result.moved() == [] and result.endless == [] and result.refused_count == 0
@@ -507,3 +512,19 @@ def test_a_closed_pipe_loses_no_output_file_and_prints_no_error(
     assert (code, err) == (141, b"")
     assert orjson.loads(report.read_bytes())["jobs_total"] == 2
     assert per_job.read_text().splitlines()[0] == ",".join(CSV_COLUMNS)
+
+
+def test_run_time_lines_twice_for_a_job_are_refused_and_of_no_job_counted(tmp_path: Path) -> None:
+    jobs = [J(1, 0, 10), J(2, 5, 10)]
+    base, _ = recorded(tmp_path / "base.jsonl", workload(jobs))
+    lines = [line.data for line in read_lines(events_of(tmp_path / "a.jsonl", workload(jobs)))]
+    twice = tmp_path / "twice.jsonl"
+    twice.write_bytes(b"".join(orjson.dumps(x) + b"\n" for x in [*lines[:3], lines[2], *lines[3:]]))
+    with pytest.raises(
+        ReplayError, match=r":4: a second RUN_TIME line for job 1 \(the first is line 3\)"
+    ):
+        what_if(base, twice)
+    stray = dict(lines[2], payload={"jobid": 77, "run_ns": NS, "exit": False})
+    extra = tmp_path / "extra.jsonl"
+    extra.write_bytes(b"".join(orjson.dumps(x) + b"\n" for x in [*lines[:3], stray, *lines[3:]]))
+    assert what_if(base, extra).left_out == {NO_SUCH_JOB: 1}

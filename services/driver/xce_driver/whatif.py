@@ -22,7 +22,8 @@ does a hand-edited copy of either. Its lines are taken as follows:
   ``ts`` (submissions, host, queue, resource and configuration changes, job
   updates); a round follows at that instant, as after a submission in ``simulate``;
 * events before the snapshot's time are left out: the snapshot holds their effect;
-  a submission at its time of a job the snapshot already holds is left out too;
+  a submission at its time of a job the base run had submitted by then is left out
+  too (it came before the snapshot, in the same instant);
 * ``BEGIN_ROUND`` lines are left out: the what-if makes its rounds as the base
   recording made them (``simulate``'s rules: at every change, or on the grid of the
   HEADER's ``round_interval_s``; ``round_interval_s`` overrides);
@@ -40,9 +41,11 @@ from the snapshot, or from its start, to its end, suspended time left out; a job
 the base run ended with EXIT ends with EXIT after as long, a run-limit kill stays
 one). A ``RUN_TIME`` line gives the run time of a job that had not started at the
 snapshot (its queue's run limit applies, as in ``simulate``); for one already
-running there it counts from the job's start, when the job was never suspended. A
-job dispatched with no known run time never ends: the result lists it
-(``endless``) and its figures cannot be right (the command exits 1).
+running there it counts from the job's start, when the job was never suspended.
+Every job the base run started, and every job it never had, must have a run time:
+the what-if refuses to start without, naming them, unless ``force``; a job
+dispatched with none then never ends: the result lists it (``endless``) and its
+figures cannot be right (the command exits 1).
 
 **Times.** Per-job times are seconds from the base recording's first SNAPSHOT (a
 simulation's trace origin), so the what-if's per-job CSV and a ``simulate
@@ -197,6 +200,7 @@ class _BaseRun:
         self._all: dict[int, JobRecord] = {}
         self.stats = EmulatorStats()
         self.history: dict[int, JobRecord] = {}  # at the chosen snapshot
+        self.submitted: set[int] = set()  # jobs submitted by the chosen snapshot
         self._scope: set[int] | None = None  # jobs of the figures (None: not started)
         self._queues: dict[str, QueueSpec] = {q.name: q for q in first.queues}
         self._queue_of: dict[int, str] = {}
@@ -231,6 +235,7 @@ class _BaseRun:
     def mark_start(self, snapshot: CoreSnapshot) -> None:
         """The chosen snapshot is reached: note its jobs' history and running time."""
         self._scope = {job.jobid for job in snapshot.jobs}
+        self.submitted = set(self._all)  # by the snapshot, ended ones included
         for jobid in self._scope:
             record = self._all[jobid]
             ran = self._ran.get(jobid, 0)
@@ -363,6 +368,7 @@ class _Alternative:
     inputs: list[CoreEvent] = field(default_factory=list)
     where: list[int] = field(default_factory=list)  # line number of each input
     run_times: dict[int, RunTime] = field(default_factory=dict)
+    run_time_lines: dict[int, int] = field(default_factory=dict)
     left_out: dict[str, int] = field(default_factory=dict)
     events: int = 0
 
@@ -373,7 +379,7 @@ class _Alternative:
 
 #: Why an ALT line is not pushed (the keys of ``WhatIfResult.left_out``).
 BEFORE_SNAPSHOT = "events before the snapshot (its state holds them)"
-ALREADY_SUBMITTED = "submissions of jobs the snapshot already holds"
+ALREADY_SUBMITTED = "submissions of jobs the base run had submitted by the snapshot"
 ROUNDS = "BEGIN_ROUND lines (the what-if makes its own rounds)"
 STATE_CHANGES = "JOB_STATE_CHANGE lines (the what-if's emulator makes its own)"
 
@@ -382,11 +388,14 @@ def _read_alternative(
     path: Path,
     base: Header,
     snapshot: CoreSnapshot,
+    submitted: set[int],
     force: bool,
     progress: Progress | None,
     incomplete: list[str],
 ) -> _Alternative:
-    """Read ALT (see the module docstring).
+    """Read ALT (see the module docstring). ``submitted``: the jobs the base run had
+    submitted by the snapshot (a submission of one of them at the snapshot's time
+    came before it: left out).
 
     Raises:
         ReplayError: an empty file, no HEADER first, a configuration hash other than
@@ -394,7 +403,6 @@ def _read_alternative(
             back, no END line (unless ``force``), or no event nor run time at all.
     """
     alt = _Alternative()
-    known = {job.jobid for job in snapshot.jobs}
     last_ts = 0
     report = None if progress is None else _bytes_progress(progress, "alt")
     lines: Iterator[Line] = read_lines(path, require_end=True, progress=report)
@@ -429,7 +437,14 @@ def _read_alternative(
                     run_time = RunTime.model_validate(line.data)
                 except ValidationError as exc:
                     raise ReplayError(f"{path}:{line.number}: RUN_TIME {describe(exc)}") from None
-                alt.run_times[run_time.payload.jobid] = run_time
+                jobid = run_time.payload.jobid
+                if jobid in alt.run_times:
+                    raise ReplayError(
+                        f"{path}:{line.number}: a second RUN_TIME line for job {jobid} "
+                        f"(the first is line {alt.run_time_lines[jobid]})"
+                    )
+                alt.run_times[jobid] = run_time
+                alt.run_time_lines[jobid] = line.number
                 continue
             alt.events += 1
             if kind == "BEGIN_ROUND":
@@ -446,7 +461,7 @@ def _read_alternative(
             except ValidationError as exc:
                 raise ReplayError(f"{path}:{line.number}: {kind} {describe(exc, skip=1)}") from None
             if isinstance(event, JobsPush):
-                fresh = tuple(job for job in event.payload.jobs if job.jobid not in known)
+                fresh = tuple(job for job in event.payload.jobs if job.jobid not in submitted)
                 alt.leave_out(ALREADY_SUBMITTED, len(event.payload.jobs) - len(fresh))
                 if not fresh:
                     continue
@@ -491,6 +506,45 @@ def _plans(
     return plans
 
 
+#: Why a RUN_TIME line is not used (a key of ``WhatIfResult.left_out``).
+NO_SUCH_JOB = "RUN_TIME lines of jobs neither the snapshot nor ALT has"
+
+
+def _check_run_times(
+    jobs: list[int],
+    plans: dict[int, RunPlan],
+    base: dict[int, JobRecord],
+    alt: _Alternative,
+    force: bool,
+) -> None:
+    """Every job of the what-if that the base run started, or that it never had,
+    must have a run time, unless ``force`` (a job with none then never ends, and the
+    result says so). A job the base run never started needs none up front: it is
+    likely not to start here either (if it does, the result says so). A RUN_TIME
+    line of a job the what-if does not have is counted.
+
+    Raises:
+        ReplayError: naming the jobs without one (the first ten) and what to do.
+    """
+    known = set(jobs)
+    alt.leave_out(NO_SUCH_JOB, sum(jobid not in known for jobid in alt.run_times))
+    missing = [
+        jobid
+        for jobid in jobs
+        if jobid not in plans and (jobid not in base or base[jobid].start_s is not None)
+    ]
+    if missing and not force:
+        shown = ", ".join(str(jobid) for jobid in missing[:10]) + (
+            ", ..." if len(missing) > 10 else ""
+        )
+        raise ReplayError(
+            f"{len(missing):,} jobs of the what-if have no known run time ({shown}): they "
+            "did not end in the base run and ALT has no RUN_TIME line for them; add the "
+            "lines (xce-sched events writes them), or --force to run them as jobs that "
+            "never end (the what-if then exits 1)"
+        )
+
+
 def what_if(
     base_path: str | Path,
     alt_path: str | Path,
@@ -522,7 +576,7 @@ def what_if(
         snapshot = load_start(base_path, start.line)
         base = _read_base(base_path, start, snapshot, options.force, progress, incomplete)
         alt = _read_alternative(
-            alt_path, start.header, snapshot, options.force, progress, incomplete
+            alt_path, start.header, snapshot, base.submitted, options.force, progress, incomplete
         )
         interval = options.round_interval_s or start.header.round_interval_s
         emulator: ClusterEmulator
@@ -537,13 +591,17 @@ def what_if(
             origin_s=start.origin_ts // NS,
             round_interval_s=interval,
             inputs=alt.inputs,
-            run_plans=_plans(base.plans(), alt, snapshot),
+            run_plans=(plans := _plans(base.plans(), alt, snapshot)),
         )
+        submitted = [
+            job.jobid for e in alt.inputs if isinstance(e, JobsPush) for job in e.payload.jobs
+        ]
+        jobs = sorted({job.jobid for job in snapshot.jobs} | set(submitted))
+        _check_run_times(jobs, plans, base.records, alt, options.force)
         emulator.adopt(core, history=base.history, round_owed=start.round_owed)
-        jobs = len(emulator.records) + sum(
-            len(e.payload.jobs) for e in alt.inputs if isinstance(e, JobsPush)
+        emulator.run(
+            None if progress is None else lambda done: progress("what-if", done, len(jobs))
         )
-        emulator.run(None if progress is None else lambda done: progress("what-if", done, jobs))
     except SnapshotError as exc:
         raise ReplayError(f"{base_path}: {exc}") from None
     except RecordingError as exc:
