@@ -54,7 +54,10 @@ class Header(WireModel):
         round_interval_s: how the recording's rounds came, for a what-if to make
             its own the same way: the round interval of ``simulate
             --round-interval``, s; None: a round at every change (``simulate``'s
-            default) or not known (a live recording, whose rounds are the bridge's).
+            default), or see ``rounds``.
+        rounds: ``controller`` when the rounds are the controller's events (a live
+            recording: the bridge's ticks), which a what-if pushes as they are;
+            None: ``simulate``'s emulator made them (see ``round_interval_s``).
     """
 
     type: Literal["HEADER"] = "HEADER"
@@ -63,6 +66,7 @@ class Header(WireModel):
     start_ts: TimestampNs
     start_wall: str
     round_interval_s: Annotated[int, Field(ge=1)] | None = None
+    rounds: Literal["controller"] | None = None
 
 
 class Snapshot(WireModel):

@@ -36,7 +36,7 @@ from xce_driver.whatif import (
 )
 from xce_driver.workloads.lublin import generate_lublin
 from xce_driver.workloads.mapping import MappedWorkload, SimJob, map_trace
-from xce_schemas import QueueSpec
+from xce_schemas import Decision, QueueSpec
 
 URGENT = QueueSpec(name="urgent", priority=100, preemptible_queues=("normal",))
 NORMAL = QueueSpec(name="normal", priority=30, preemptible=True)
@@ -210,7 +210,7 @@ def test_a_job_with_no_run_time_is_refused_up_front_and_forced_the_what_if_exits
     push["payload"] = {"jobs": [dict(push["payload"]["jobs"][0], jobid=9)]}
     alt = tmp_path / "alt.jsonl"
     alt.write_bytes(b"".join(orjson.dumps(line) + b"\n" for line in [*lines[:3], push, *lines[3:]]))
-    with pytest.raises(ReplayError, match=r"1 jobs of the what-if have no known run time \(9\)"):
+    with pytest.raises(ReplayError, match=r"1 jobs new in ALT have no RUN_TIME line \(9\)"):
         what_if(base, alt)  # refused before it runs
     result = what_if(base, alt, WhatIfOptions(force=True))
     assert result.endless == [9] and result.records[9].end_s is None
@@ -528,3 +528,45 @@ def test_run_time_lines_twice_for_a_job_are_refused_and_of_no_job_counted(tmp_pa
     extra = tmp_path / "extra.jsonl"
     extra.write_bytes(b"".join(orjson.dumps(x) + b"\n" for x in [*lines[:3], stray, *lines[3:]]))
     assert what_if(base, extra).left_out == {NO_SUCH_JOB: 1}
+
+
+def _controller_recording(path: Path, start_after: int) -> tuple[Path, list[Decision]]:
+    """A recording made as the live core makes one: the controller's events (its
+    rounds every 10 s, its job ends on those ticks), recorded from event
+    ``start_after`` on, with ``rounds: controller`` in the HEADER."""
+    from xce_core.core import SchedCore
+    from xce_core.snapshot import save_snapshot
+
+    from tests.live.helpers import scenario
+
+    events = scenario(rounds=30, seed=3)
+    made: list[Decision] = []
+    core = SchedCore(on_decision=made.append, prng_seed=0)
+    for event in events[:start_after]:
+        core.push_event(event)
+    with RecordingWriter(path) as writer:
+        writer.header(core.state.config, core.last_ts, rounds="controller")
+        writer.snapshot(save_snapshot(core))
+        for event in events[start_after:]:
+            made.clear()
+            writer.event(event)
+            core.push_event(event)
+            for decision in made:
+                writer.decision(decision)
+        writer.end(core.last_ts)
+    return path, made
+
+
+@pytest.mark.parametrize("start_after", [2, 40], ids=["from the start", "from mid-run"])
+def test_a_live_recording_as_its_own_alt_gives_its_run_back_on_the_controller_s_ticks(
+    tmp_path: Path, start_after: int, capsys: pytest.CaptureFixture[str]
+) -> None:
+    base, _ = _controller_recording(tmp_path / "live.jsonl", start_after)
+    result = what_if(base, base)
+    assert result.controller_rounds and result.round_interval_s == 10
+    assert result.moved() == [] and result.refused_count == 0 and result.endless == []
+    assert ROUNDS not in result.left_out  # the ticks were pushed
+    assert outcome(result.records) == outcome(result.base_records)
+    assert result.alternative.decisions == result.base.decisions
+    assert main(["replay", str(base), "--sim-alt-events", str(base)]) == 0
+    assert "rounds: the controller's, as recorded" in capsys.readouterr().out

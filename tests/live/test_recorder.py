@@ -25,6 +25,7 @@ from xce_driver.live.core_service import CoreService, CoreServiceOptions
 from xce_driver.live.record_stream import record_stream_config
 from xce_driver.recording import read_lines
 from xce_driver.replay import ReplayError, ReplayOptions, replay
+from xce_driver.whatif import what_if
 from xce_recorder.service import RecorderOptions, RecorderService
 from xce_schemas import CoreEvent
 from xce_schemas.admin import (
@@ -260,6 +261,13 @@ def test_a_live_recording_replays_without_a_mismatch(bus: tuple[str, str], tmp_p
     assert result.mismatch_count == 0, result.mismatches
     assert result.stats.events == recorded
     assert sum(result.stats.decisions.values()) == types.count("DECISION") > 0
+    # A what-if of the recording with itself gives its run back, on the ticks it
+    # recorded (its HEADER says the rounds were the controller's).
+    same = what_if(path, path)
+    assert same.controller_rounds and same.moved() == [] and same.endless == []
+    assert [(j, r.start_s, r.end_s) for j, r in sorted(same.records.items())] == [
+        (j, r.start_s, r.end_s) for j, r in sorted(same.base_records.items())
+    ]
     # Recording changed no decision: the stream is a core's that never recorded.
     assert decisions == reference_decisions(events)
     # Reproducible gzip: no file name, modification time 0.

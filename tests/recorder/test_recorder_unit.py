@@ -81,8 +81,11 @@ def test_the_record_stream_holds_the_lines_of_a_file_recording(tmp_path: Path) -
     sent, stream = collector()
     asyncio.run(record_live(stream, interval=4))
     payloads = [payload for _, payload, _, _ in sent]
-    # HEADER carries the wall time: here the core's time, the epoch.
-    assert payloads[0].endswith(b'"start_ts":0,"start_wall":"1970-01-01T00:00:00Z"}')
+    # HEADER carries the wall time (here the core's time, the epoch), and says the
+    # rounds are the controller's events (a what-if pushes them).
+    assert payloads[0].endswith(
+        b'"start_ts":0,"start_wall":"1970-01-01T00:00:00Z","rounds":"controller"}'
+    )
     assert payloads[1:] == file_lines[1:]  # the END message carries the END line
     assert {subject for subject, _, _, _ in sent} == {"xce.record.t-1"}
     assert [msg_id for _, _, msg_id, _ in sent] == [f"xce-rec:t-1:{n}" for n in range(len(sent))]

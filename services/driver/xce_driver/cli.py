@@ -939,9 +939,9 @@ def what_if_command(args: argparse.Namespace) -> int:
         more = ", ..." if len(result.endless) > 10 else ""
         print(
             f"{PROG}: error: the what-if dispatched {_plural(len(result.endless), 'job')} "
-            f"whose run time is not known ({shown}{more}: they did not end in the base run "
-            "and ALT gives no RUN_TIME line for them), so they never end and its figures "
-            "are not right",
+            f"whose run time is not known ({shown}{more}: new in ALT without a RUN_TIME "
+            "line, or started at another time than in the base run, which did not see them "
+            "end), so when they end is not known and its figures are not right",
             file=sys.stderr,
         )
         return 1
@@ -964,10 +964,15 @@ def _print_what_if(console: Console, args: argparse.Namespace, result: WhatIfRes
     for (name, base_value), (_, value) in list(rows)[1:-1]:  # not the policy nor wall time
         table.add_row(name, base_value, value)
     console.print(table)
-    rounds = result.round_interval_s
     moved = result.moved()
     print(f"started from: SNAPSHOT at line {result.snapshot_line}, {format_ts(result.snapshot_ts)}")
-    print(f"rounds: {'at every change' if rounds is None else f'every {rounds:,} s'}")
+    print(f"rounds: {_rounds_text(result)}")
+    if result.horizon_ts is not None:
+        print(
+            f"stopped at the base recording's end, {format_ts(result.horizon_ts)}: "
+            f"{_plural(len(result.left_running), 'job')} of the base run still ran then "
+            "(their run time is not known, so nothing later can be told)"
+        )
     print(f"jobs whose start moved: {len(moved):,}")
     print(f"jobs only in the base run (ALT does not submit them): {len(result.only_in_base()):,}")
     print(f"jobs only in the what-if (new in ALT): {len(result.only_in_what_if()):,}")
@@ -987,6 +992,15 @@ def _print_what_if(console: Console, args: argparse.Namespace, result: WhatIfRes
         print(f"no longer applies: {text}")
 
 
+def _rounds_text(result: WhatIfResult) -> str:
+    """How the what-if's rounds came, in words."""
+    every = result.round_interval_s
+    grid = "at every change" if every is None else f"every {every:,} s"
+    if result.controller_rounds:
+        return f"the controller's, as recorded (a live recording), then {grid} after the last"
+    return grid
+
+
 def _what_if_json(result: WhatIfResult) -> dict[str, object]:
     """``--report`` of a what-if: ``simulate``'s report of the what-if, and under
     ``what_if`` the base run's report and what of ALT was not used."""
@@ -995,6 +1009,9 @@ def _what_if_json(result: WhatIfResult) -> dict[str, object]:
             "snapshot_line": result.snapshot_line,
             "snapshot_ts": result.snapshot_ts,
             "round_interval_s": result.round_interval_s,
+            "controller_rounds": result.controller_rounds,
+            "horizon_ts": result.horizon_ts,
+            "jobs_left_running_in_base": len(result.left_running),
             "jobs_moved": len(result.moved()),
             "jobs_only_in_base": len(result.only_in_base()),
             "jobs_only_in_what_if": len(result.only_in_what_if()),

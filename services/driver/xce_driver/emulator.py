@@ -380,6 +380,11 @@ class ClusterEmulator(Workload):
         round_interval_s: rounds on this grid (s) instead of at every change.
         inputs: events pushed as they are at their ``ts`` (a what-if's file), in
             order; their times must not go back.
+        controller_rounds: the inputs' ``BEGIN_ROUND`` events are the rounds (a
+            controller's ticks, as a live recording's): while inputs remain the
+            emulator makes no round of its own (a finish, a submission or a
+            suspension waits for the next tick); after the last one it goes on with
+            rounds on the grid of ``round_interval_s`` from the last tick.
         run_plans: how long jobs run, by jobid, for jobs that are not in ``jobs``
             (submitted by ``inputs`` or adopted) or whose run time it overrides.
 
@@ -404,6 +409,7 @@ class ClusterEmulator(Workload):
         round_interval_s: int | None = None,
         inputs: Sequence[CoreEvent] = (),
         run_plans: Mapping[int, RunPlan] | None = None,
+        controller_rounds: bool = False,
     ) -> None:
         if round_interval_s is not None and round_interval_s <= 0:
             raise ValueError(f"round interval must be positive, not {round_interval_s}")
@@ -412,6 +418,9 @@ class ClusterEmulator(Workload):
         self._origin_ns = origin_s * NS
         self._interval_ns = None if round_interval_s is None else round_interval_s * NS
         self._inputs = tuple(inputs)
+        self._inputs_left = len(self._inputs)
+        self._controller_rounds = controller_rounds
+        self._anchor_ns = self._origin_ns  # where the round grid starts
         self._run_plans = dict(run_plans or {})
         self._queue_of = {job.jobid: job.queue for job in jobs}
         self.refused: list[tuple[CoreEvent, str]] = []
@@ -531,6 +540,8 @@ class ClusterEmulator(Workload):
                 self._reject(job.jobid, REJECT_LARGER_THAN_CLUSTER)
                 self._pending -= 1
         self._schedule_arrivals()
+        if not self._making_rounds():
+            return  # the controller's next tick is the next round
         if suspended or (round_owed and (self._interval_ns is None or self._on_grid(now))):
             self._schedule(now, EventPriority.ROUND, _GRID_ROUND)
             if self._interval_ns is not None:
@@ -544,12 +555,16 @@ class ClusterEmulator(Workload):
         for index, event in enumerate(self._inputs):
             self._schedule(event.ts, EventPriority.INPUT, index)
 
-    def run(self, progress: Callable[[int], None] | None = None) -> dict[int, JobRecord]:
+    def run(
+        self, progress: Callable[[int], None] | None = None, *, until_ns: int | None = None
+    ) -> dict[int, JobRecord]:
         """Run the workload to its end and return every job's record.
 
         Args:
             progress: called with the number of jobs done (finished, killed or
                 rejected) whenever that number changes.
+            until_ns: stop after this time, ns (a what-if's horizon): what comes
+                later does not happen; None: run to the end.
 
         The run ends when nothing is left to happen; jobs that could never start
         (no plan ever fits) are left with ``start_s`` None, and a job suspended that
@@ -562,7 +577,7 @@ class ClusterEmulator(Workload):
         """
         self.start()
         reported = 0
-        while self._agenda:
+        while self._agenda and (until_ns is None or self._agenda[0][0] <= until_ns):
             now = self._agenda[0][0]
             finished: list[int] = []
             inputs: list[int] = []
@@ -586,27 +601,43 @@ class ClusterEmulator(Workload):
                         self._next_round_ns = None
             if not (finished or inputs or submitted or round_due):
                 continue  # only finishes called off by a suspension: nothing happens
+            # A round ran at this instant already: these finishes come after it.
+            again = bool(finished) and self._last_round_ns == now
             for jobid in finished:
                 self._finish(now, jobid)
-            applied = [index for index in inputs if self._input(self._inputs[index])]
+            applied = [index for index in inputs if self._input(self._inputs[index], now)]
             if submitted:
                 submitted = self._submit(now, submitted)
-            arrived = bool(applied or submitted)
-            if self._interval_ns is None:
-                round_due = round_due or bool(finished) or arrived
-            elif finished and self._last_round_ns == now:
-                round_due = True  # a job ended the instant it started: round again
-            elif arrived and self._next_round_ns is None and self._on_grid(now):
-                round_due = True  # an idle cluster's next grid round is this instant
-            if round_due:
-                self._round(now)
-                self._plan_window_round(now)
+            if self._making_rounds():
+                arrived = bool(applied or submitted)
+                self._rounds_at(now, round_due, bool(finished), again, arrived)
             if progress is not None and self.stats.done != reported:
                 reported = self.stats.done
                 progress(reported)
-            if self._interval_ns is not None:
-                self._plan_grid_round(now)
         return self.records
+
+    def _rounds_at(
+        self, now: int, round_due: bool, finished: bool, again: bool, arrived: bool
+    ) -> None:
+        """The rounds of instant ``now`` once its finishes and arrivals are in (a
+        ROUND of the agenda due, a job finished, finished after a round of this
+        instant, a job or an input arrived), and the next round on the grid."""
+        if self._interval_ns is None:
+            round_due = round_due or finished or arrived
+        elif again:
+            round_due = True  # a job ended the instant it started: round again
+        elif (
+            arrived
+            and self._next_round_ns is None
+            and self._on_grid(now)
+            and self._last_round_ns != now  # a controller's last tick, this instant
+        ):
+            round_due = True  # an idle cluster's next grid round is this instant
+        if round_due:
+            self._round(now)
+            self._plan_window_round(now)
+        if self._interval_ns is not None:
+            self._plan_grid_round(now)
 
     # --- internals -----------------------------------------------------------------
 
@@ -671,11 +702,22 @@ class ClusterEmulator(Workload):
         self._push_to_core(event)
         self.stats.events += 1
 
-    def _input(self, event: CoreEvent) -> bool:
+    def _making_rounds(self) -> bool:
+        """Whether the emulator makes rounds itself: not while a controller's ticks
+        (``controller_rounds``) are still to come."""
+        return not (self._controller_rounds and self._inputs_left)
+
+    def _input(self, event: CoreEvent, now: int) -> bool:
         """Push an input event as it is; True when the core took it. A refused one
         goes to ``refused`` and changes nothing. Submitted jobs are recorded; a
         changed configuration or queue is what later submissions and run limits
-        follow."""
+        follow. With ``controller_rounds`` a ``BEGIN_ROUND`` is a round (and the
+        last input starts the emulator's own grid from it)."""
+        self._inputs_left -= 1
+        if self._controller_rounds and isinstance(event, BeginRound):
+            self._one_round(now, event)
+            self._anchor_ns = now
+            return False  # a round, not a change that calls for one
         try:
             self._push(event)
         except EventError as exc:
@@ -732,11 +774,12 @@ class ClusterEmulator(Workload):
             "suspended jobs: the core keeps preempting at one instant"
         )
 
-    def _one_round(self, now: int) -> bool:
-        """One round at ``now`` and what it decided; True when victims were suspended."""
+    def _one_round(self, now: int, event: BeginRound | None = None) -> bool:
+        """One round at ``now`` (``event``: a controller's BEGIN_ROUND to push, else
+        the emulator's own) and what it decided; True when victims were suspended."""
         self._last_round_ns = now
         self.stats.rounds += 1
-        self._push(BeginRound(ts=now))
+        self._push(event or BeginRound(ts=now))
         decided, self._decided = self._decided, []
         suspended = False
         for decision in decided:
@@ -806,7 +849,7 @@ class ClusterEmulator(Workload):
 
     def _on_grid(self, ts: int) -> bool:
         assert self._interval_ns is not None
-        return (ts - self._origin_ns) % self._interval_ns == 0
+        return (ts - self._anchor_ns) % self._interval_ns == 0
 
     def _plan_grid_round(self, now: int) -> None:
         """Keep one grid round in the agenda while jobs pend or run, and while a round
@@ -822,7 +865,7 @@ class ClusterEmulator(Workload):
             # their hosts).
             return
         assert self._interval_ns is not None
-        base = self._origin_ns
+        base = self._anchor_ns
         steps = (now - base) // self._interval_ns + 1
         next_round_ns = base + steps * self._interval_ns
         self._schedule(next_round_ns, EventPriority.ROUND, _GRID_ROUND)

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from types import TracebackType
-from typing import Any
+from typing import Any, Literal
 
 import orjson
 from xce_core.core import SchedCore
@@ -81,6 +81,7 @@ class RecordingWriter:
         start_ts: int,
         start_wall: str | None = None,
         round_interval_s: int | None = None,
+        rounds: Literal["controller"] | None = None,
     ) -> None:
         """Write the HEADER line (version, configuration hash, start ts and wall time).
 
@@ -92,6 +93,8 @@ class RecordingWriter:
                 mid-recording writes the same HEADER.
             round_interval_s: a simulation's round interval, s (None: a round at
                 every change, or a live recording); see ``Header``.
+            rounds: ``controller`` for a live recording (its rounds are the
+                controller's events); see ``Header``.
         """
         wall = start_wall or datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
         header = Header(
@@ -100,6 +103,7 @@ class RecordingWriter:
             start_ts=start_ts,
             start_wall=wall,
             round_interval_s=round_interval_s,
+            rounds=rounds,
         )
         self._write(header.model_dump_json(exclude_none=True).encode(), "HEADER")
 

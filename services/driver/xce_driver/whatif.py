@@ -26,7 +26,10 @@ does a hand-edited copy of either. Its lines are taken as follows:
   too (it came before the snapshot, in the same instant);
 * ``BEGIN_ROUND`` lines are left out: the what-if makes its rounds as the base
   recording made them (``simulate``'s rules: at every change, or on the grid of the
-  HEADER's ``round_interval_s``; ``round_interval_s`` overrides);
+  HEADER's ``round_interval_s``; ``round_interval_s`` overrides); but a live
+  recording's rounds were the controller's (its HEADER says ``rounds:
+  controller``): then they are pushed as they are, the what-if makes none of its own
+  until the last, and goes on after it on the grid of their median interval;
 * ``JOB_STATE_CHANGE`` lines are left out: every job state change of the what-if is
   the emulator's answer to its own decisions (ends from run times, suspensions of
   its preemptions, rejections);
@@ -54,6 +57,7 @@ simulation's trace origin), so the what-if's per-job CSV and a ``simulate
 
 from __future__ import annotations
 
+import itertools
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field, replace
@@ -137,9 +141,15 @@ class WhatIfResult:
         left_out: ALT lines not pushed, counted by why (see the module docstring).
         refused: the inputs the core refused (they no longer apply), the first
             ``MAX_SHOWN`` as ``line N: reason``; ``refused_count``: all of them.
-        endless: jobs dispatched in the what-if with no run time known, in jobid
-            order: they never end, so the what-if's figures cannot be right.
+        endless: jobs dispatched in the what-if with no run time known, at
+            another time than in the base run (or new in ALT), in jobid order: when
+            they end is not known, so the what-if's figures cannot be right.
+        horizon_ts: where the what-if stopped, ns: the base recording's end, when
+            the base run left jobs running (``left_running``: their run time is
+            not known, so nothing after it can be told); None: it ran to its end.
         round_interval_s: the grid its rounds were on (None: at every change).
+        controller_rounds: its rounds were ALT's BEGIN_ROUND lines (a live
+            recording's ticks), then the grid of ``round_interval_s`` after them.
         incomplete: why the base or ALT is incomplete (replayed with ``force``).
         wall_s: seconds it took.
     """
@@ -155,6 +165,9 @@ class WhatIfResult:
     refused_count: int = 0
     endless: list[int] = field(default_factory=list)
     round_interval_s: int | None = None
+    controller_rounds: bool = False
+    horizon_ts: int | None = None
+    left_running: list[int] = field(default_factory=list)
     incomplete: list[str] = field(default_factory=list)
     wall_s: float = 0.0
 
@@ -210,6 +223,7 @@ class _BaseRun:
         self._ran_before: dict[int, int | None] = {}  # before the first (None: not known)
         self._too_big: set[int] = set()  # pended JOB_LARGER_THAN_CLUSTER
         self._ended: dict[int, JobState] = {}
+        self.end_ts: int | None = None  # the END line's ts
         for job in first.jobs:
             record = self._record(job.jobid, job.submit_ts, job.tasks, job.queue)
             if job.state is JobState.PEND:
@@ -338,6 +352,16 @@ class _BaseRun:
             return False
         return before + self._ran[jobid] >= queue.run_limit_s * NS
 
+    def left_running(self) -> list[int]:
+        """Jobs from the chosen snapshot on that started and never ended in the base
+        run (running or suspended when the recording ended): their run time is not
+        known."""
+        return sorted(
+            jobid
+            for jobid, record in self.records.items()
+            if record.start_s is not None and jobid not in self._ended
+        )
+
     def plans(self) -> dict[int, RunPlan]:
         """The run plan of every job that started and ended in the base run from the
         chosen snapshot on: its running time from the snapshot (or its start) to
@@ -389,13 +413,15 @@ def _read_alternative(
     base: Header,
     snapshot: CoreSnapshot,
     submitted: set[int],
+    controller_rounds: bool,
     force: bool,
     progress: Progress | None,
     incomplete: list[str],
 ) -> _Alternative:
     """Read ALT (see the module docstring). ``submitted``: the jobs the base run had
     submitted by the snapshot (a submission of one of them at the snapshot's time
-    came before it: left out).
+    came before it: left out); ``controller_rounds``: its BEGIN_ROUND lines are
+    inputs, the rounds.
 
     Raises:
         ReplayError: an empty file, no HEADER first, a configuration hash other than
@@ -447,7 +473,7 @@ def _read_alternative(
                 alt.run_time_lines[jobid] = line.number
                 continue
             alt.events += 1
-            if kind == "BEGIN_ROUND":
+            if kind == "BEGIN_ROUND" and not controller_rounds:
                 alt.leave_out(ROUNDS)
                 continue
             if kind == "JOB_STATE_CHANGE":
@@ -506,6 +532,20 @@ def _plans(
     return plans
 
 
+#: The ticks of a live recording's bridge, s, when ALT has too few to tell.
+DEFAULT_TICK_S = 1
+
+
+def _tick_s(inputs: list[CoreEvent]) -> int:
+    """The controller's round interval, whole s (at least 1): the median gap between
+    ALT's BEGIN_ROUND lines, for the rounds after the last of them."""
+    ticks = [event.ts for event in inputs if event.type == "BEGIN_ROUND"]
+    gaps = sorted(b - a for a, b in itertools.pairwise(ticks) if b > a)
+    if not gaps:
+        return DEFAULT_TICK_S
+    return max(1, round(gaps[len(gaps) // 2] / NS))
+
+
 #: Why a RUN_TIME line is not used (a key of ``WhatIfResult.left_out``).
 NO_SUCH_JOB = "RUN_TIME lines of jobs neither the snapshot nor ALT has"
 
@@ -517,10 +557,11 @@ def _check_run_times(
     alt: _Alternative,
     force: bool,
 ) -> None:
-    """Every job of the what-if that the base run started, or that it never had,
-    must have a run time, unless ``force`` (a job with none then never ends, and the
-    result says so). A job the base run never started needs none up front: it is
-    likely not to start here either (if it does, the result says so). A RUN_TIME
+    """Every job of the what-if that the base run never had needs a run time,
+    unless ``force`` (it then never ends, and the result says so). A job the base
+    run had needs none: it either ended there (its run time is known), was running
+    when the recording ended (the what-if then stops there too), or never started
+    (likely not to start here either; if it does, the result says so). A RUN_TIME
     line of a job the what-if does not have is counted.
 
     Raises:
@@ -528,19 +569,14 @@ def _check_run_times(
     """
     known = set(jobs)
     alt.leave_out(NO_SUCH_JOB, sum(jobid not in known for jobid in alt.run_times))
-    missing = [
-        jobid
-        for jobid in jobs
-        if jobid not in plans and (jobid not in base or base[jobid].start_s is not None)
-    ]
+    missing = [jobid for jobid in jobs if jobid not in plans and jobid not in base]
     if missing and not force:
         shown = ", ".join(str(jobid) for jobid in missing[:10]) + (
             ", ..." if len(missing) > 10 else ""
         )
         raise ReplayError(
-            f"{len(missing):,} jobs of the what-if have no known run time ({shown}): they "
-            "did not end in the base run and ALT has no RUN_TIME line for them; add the "
-            "lines (xce-sched events writes them), or --force to run them as jobs that "
+            f"{len(missing):,} jobs new in ALT have no RUN_TIME line ({shown}): add "
+            "the lines (xce-sched events writes them), or --force to run them as jobs that "
             "never end (the what-if then exits 1)"
         )
 
@@ -575,10 +611,20 @@ def what_if(
         start = find_snapshot(base_path, options.start_ts, options.force)
         snapshot = load_start(base_path, start.line)
         base = _read_base(base_path, start, snapshot, options.force, progress, incomplete)
+        controller = start.header.rounds == "controller" and not options.round_interval_s
         alt = _read_alternative(
-            alt_path, start.header, snapshot, base.submitted, options.force, progress, incomplete
+            alt_path,
+            start.header,
+            snapshot,
+            base.submitted,
+            controller,
+            options.force,
+            progress,
+            incomplete,
         )
         interval = options.round_interval_s or start.header.round_interval_s
+        if controller:
+            interval = _tick_s(alt.inputs)
         emulator: ClusterEmulator
         core = load_snapshot(
             snapshot, on_decision=lambda decision: emulator.on_decision(decision), registry=registry
@@ -592,6 +638,7 @@ def what_if(
             round_interval_s=interval,
             inputs=alt.inputs,
             run_plans=(plans := _plans(base.plans(), alt, snapshot)),
+            controller_rounds=controller,
         )
         submitted = [
             job.jobid for e in alt.inputs if isinstance(e, JobsPush) for job in e.payload.jobs
@@ -599,8 +646,12 @@ def what_if(
         jobs = sorted({job.jobid for job in snapshot.jobs} | set(submitted))
         _check_run_times(jobs, plans, base.records, alt, options.force)
         emulator.adopt(core, history=base.history, round_owed=start.round_owed)
+        # Jobs still running when the base recording ended have no known run time:
+        # the what-if then covers what the recording covers, to its end.
+        horizon = base.end_ts if base.left_running() else None
         emulator.run(
-            None if progress is None else lambda done: progress("what-if", done, len(jobs))
+            None if progress is None else lambda done: progress("what-if", done, len(jobs)),
+            until_ns=horizon,
         )
     except SnapshotError as exc:
         raise ReplayError(f"{base_path}: {exc}") from None
@@ -619,8 +670,16 @@ def what_if(
         left_out=alt.left_out,
         refused=refused[:MAX_SHOWN],
         refused_count=len(refused),
-        endless=sorted(emulator.endless),
+        endless=[
+            jobid
+            for jobid in sorted(emulator.endless)
+            if jobid not in base.records
+            or emulator.records[jobid].start_s != base.records[jobid].start_s
+        ],
+        horizon_ts=horizon,
+        left_running=base.left_running(),
         round_interval_s=interval,
+        controller_rounds=controller,
         incomplete=incomplete,
         wall_s=wall,
     )
@@ -651,6 +710,8 @@ def _read_base(
             kind = line.type
             if line.number == start.line.number:
                 base.mark_start(snapshot)
+            if kind == "END":
+                base.end_ts = line.ts
             if kind in ("SNAPSHOT", "END", "HEADER", "RUN_TIME"):
                 continue
             try:

@@ -172,7 +172,8 @@ class RecordStream:
         self._run = recording.model_copy(update={"start_seq": seq, "end_seq": None})
         self._messages = self._since_snapshot = 0
         lines = self._lines
-        lines.header(core.state.config, core.last_ts, start_wall(core.last_ts))
+        # The rounds are the bridge's ticks, events like any other: a what-if pushes them.
+        lines.header(core.state.config, core.last_ts, start_wall(core.last_ts), rounds="controller")
         lines.snapshot(save_snapshot(core))
         await self._send(seq)
         log.info("recording %s started at event seq %d", recording.id, seq)
