@@ -206,6 +206,11 @@ def test_usage_errors_exit_2(capsys: pytest.CaptureFixture[str]) -> None:
         ("server", ["--port", "99999"], "port 99999 is not between 1 and 65535"),
         ("server", ["--log-level", "loud"], "invalid choice: 'loud'"),
         ("cli", ["--timeout", "-1", "scheduler", "status"], "-1 is not a positive, finite"),
+        (
+            "cli",
+            ["scheduler", "record", "start", "a\udcff"],  # the bytes a\xff of a shell
+            "'a\ufffd' is not valid UTF-8 text",
+        ),
     ],
 )
 def test_a_bad_option_is_one_argparse_line(

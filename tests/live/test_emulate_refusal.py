@@ -42,8 +42,8 @@ pytestmark = [pytest.mark.nats, pytest.mark.redis]
 REFUSED = (
     "xce-sched: error: job 1 was refused by the core: job 1 already exists (the core "
     "still has the jobs of an earlier run: stop xce-bridge and xce-core-service, delete "
-    "the streams XCE_EVENTS, XCE_DECISIONS and XCE_CTL_DECISIONS and the Redis key "
-    "xce:core:snapshot, then start them again)"
+    "the streams XCE_EVENTS, XCE_DECISIONS and XCE_CTL_DECISIONS and the Redis keys "
+    "xce:core:snapshot and xce:core:recording, then start them again)"
 )
 #: The second run's --timeout, s: it must end well before.
 TIMEOUT_S = 30
@@ -295,6 +295,6 @@ def test_a_timed_out_run_says_whether_the_services_answered(
         "xce-sched: error: --timeout 3 s passed with 8 of 8 jobs neither finished nor "
         "rejected (the services answered, and this run's jobs stay in the core: to run "
         "them again, stop xce-bridge and xce-core-service, delete the streams XCE_EVENTS, "
-        "XCE_DECISIONS and XCE_CTL_DECISIONS and the Redis key xce:core:snapshot, then "
-        "start them again)"
+        "XCE_DECISIONS and XCE_CTL_DECISIONS and the Redis keys xce:core:snapshot and "
+        "xce:core:recording, then start them again)"
     )

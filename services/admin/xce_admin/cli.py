@@ -92,7 +92,9 @@ def build_parser() -> argparse.ArgumentParser:
         dest="action", required=True, metavar="{start,stop,status}"
     )
     start = record.add_parser("start", help="start recording")
-    start.add_argument("file", nargs="?", default=None, help="file name (default rec-<time>)")
+    start.add_argument(
+        "file", nargs="?", default=None, type=_text, help="file name (default rec-<time>)"
+    )
     record.add_parser("stop", help="stop recording and export the file")
     record.add_parser("status", help="the recorder's state")
     sched.add_parser("recordings", help="list the recordings")
@@ -189,6 +191,21 @@ def _core_line(core: dict[str, Any] | None) -> str:
         f"{core['suspended']}; lag {core['lag_seconds']:.3f} s, {core['events_waiting']} "
         f"events waiting; {alive}"
     )
+
+
+def _text(value: str) -> str:
+    """An argparse type: text that can be sent as UTF-8 (a name given in bytes that
+    are not UTF-8 reaches Python as lone surrogates, which JSON cannot carry).
+
+    Raises:
+        argparse.ArgumentTypeError: saying so, in one line.
+    """
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        shown = value.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
+        raise argparse.ArgumentTypeError(f"{shown!r} is not valid UTF-8 text") from None
+    return value
 
 
 def run(args: argparse.Namespace) -> str:

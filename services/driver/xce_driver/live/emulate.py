@@ -76,6 +76,7 @@ from xce_schemas import (
 )
 from xce_schemas.bus import (
     CORE_CHECKPOINT_KEY,
+    CORE_RECORDING_KEY,
     CORE_SOURCE,
     DEADLETTER_PREFIX,
     DEADLETTER_STREAM,
@@ -141,7 +142,7 @@ MAX_SPEED = 1e9
 RESET_STEPS = (
     "stop xce-bridge and xce-core-service, "
     f"delete the streams {EVENTS_STREAM}, {DECISIONS_STREAM} and {CTL_DECISIONS_STREAM} "
-    f"and the Redis key {CORE_CHECKPOINT_KEY}, then start them again"
+    f"and the Redis keys {CORE_CHECKPOINT_KEY} and {CORE_RECORDING_KEY}, then start them again"
 )
 EARLIER_RUN_HINT = "the core still has the jobs of an earlier run: " + RESET_STEPS
 
