@@ -7,6 +7,7 @@ module imports nothing heavy, so it catches that interrupt too.
 
 from __future__ import annotations
 
+import argparse
 import sys
 
 
@@ -18,3 +19,10 @@ def main() -> int:
         print("xce-sched: interrupted", file=sys.stderr)
         return 130
     return run()
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The argument parser of ``xce-sched`` (``xce_driver.cli.build_parser``)."""
+    from xce_driver.cli import build_parser as build
+
+    return build()
