@@ -25,15 +25,12 @@ from xce_schemas import (
     ConfigPush,
     CoreEvent,
     Decision,
-    Dispatch,
     JobAlloc,
     JobRusage,
     JobsPush,
     JobState,
     JobStateChange,
     JobUpdate,
-    NewSession,
-    Pend,
     PendingCode,
     PendingReason,
     QueueSpec,
@@ -51,8 +48,9 @@ from xce_schemas import (
 from xce_schemas.errors import describe
 from xce_schemas.events import ResourceType
 
-from xce_core.alloc.job import allocate_job, job_never_fits
-from xce_core.alloc.primary import NeverMemo, Placement, Unsatisfied, allocate_primary
+from xce_core.alloc.job import allocate_job
+from xce_core.alloc.outcome import Placement, Unsatisfied
+from xce_core.alloc.primary import NeverMemo, allocate_primary
 from xce_core.alloc.records import build_records
 from xce_core.clock import Clock
 from xce_core.errors import ConfigError, EventError, PluginError, SessionCancelled
@@ -66,11 +64,10 @@ from xce_core.plugins import (
     PluginRegistry,
     QueueInfo,
 )
-from xce_core.preempt.preemptor import DROP, FINAL, Preemptor
-from xce_core.readiness import exceeds_limits, limit_hold, queue_hold
+from xce_core.preempt.preemptor import Preemptor
 from xce_core.resreq.model import EMPTY
 from xce_core.resreq.parser import parse_resreq
-from xce_core.session import SessionState
+from xce_core.session import Session, SessionState
 from xce_core.state import (
     BUILTIN_RESOURCES,
     EPSILON,
@@ -133,7 +130,7 @@ class _View:
 
     def check_cancel(self) -> None:
         core = self._core
-        if core._cancellable and core._session is not None and core._session.token.cancelled:
+        if core.cancellable and core._session is not None and core._session.token.cancelled:
             raise SessionCancelled
 
 
@@ -181,13 +178,13 @@ class SchedCore:
         self.unsatisfiable_cache = unsatisfiable_cache
         self.preemptor = Preemptor(self.state, self.registry, self.view)
         self._session: SessionState | None = None
-        self._cancellable = False
+        self.cancellable = False
         # Pending reasons depend only on the hosts' shape: one shared object per code.
         self._reasons: dict[tuple[PendingCode, tuple[str, ...], str], PendingReason] = {}
         self._reasons_version = -1
         # What no load changes, known of each request (alloc.primary.NeverMemo), while
         # the hosts and resource values keep their shape.
-        self._never: NeverMemo = {}
+        self.never: NeverMemo = {}
         self._never_version = -1
         self.picker: JobPicker = self._make_picker(self.state.config.job_pick_plugin, None)
         self._handlers: dict[str, Callable[[Any], None]] = {
@@ -498,7 +495,7 @@ class SchedCore:
         if new is JobState.RUN:  # resumed (old is SUSP): take its slots again
             self._resume(event.type, job, event.ts)
         elif old is JobState.RUN:
-            self._release(job)  # finished, failed, suspended or requeued: slots back
+            state.stop(job)  # finished, failed, suspended or requeued: slots back
         if new is JobState.SUSP:
             job.suspend_ts = event.ts
         # Suspended because a preemption asked it to: the core resumes it later.
@@ -523,14 +520,12 @@ class SchedCore:
         job.state = new
         self.picker.on_job_state_change(job, new)
 
-    def _release(self, job: Job) -> None:
-        """Give back what the job holds: slots, host reservations, shared resources
-        (a suspended job keeps only its place: the hosts it resumes on)."""
-        assert job.alloc is not None, f"job {job.jobid} runs without an allocation"
-        self.state.release(job.alloc, skip=job.released)
-        self.state.charge(job, -1)
-
     def _resume(self, event_type: str, job: Job, ts: int) -> None:
+        """The controller resumed a suspended job: it takes its room back.
+
+        Raises:
+            EventError: the room is no longer free.
+        """
         assert job.alloc is not None, f"job {job.jobid} is suspended without an allocation"
         state = self.state
         # Reservations whose duration ended while it was suspended are not taken again.
@@ -544,8 +539,7 @@ class SchedCore:
                     f"job {job.jobid} cannot resume: {free or 0:g} {name} free {where}, "
                     f"it needs {amount:g}",
                 )
-        state.hold(job.alloc, skip=job.released)
-        state.charge(job, 1)
+        state.resume(job)
 
     def _on_job_update(self, event: JobUpdate) -> None:
         payload = event.payload
@@ -575,100 +569,23 @@ class SchedCore:
     # --- the session (Req 1 AC 4) ------------------------------------------------------
 
     def _on_begin_round(self, event: BeginRound) -> None:
+        """Run one scheduling session (``xce_core.session``)."""
         self.clock.observe(event.ts)
         state = self.state
         self._expire_reservations(event.ts // 1_000_000_000)
         state.sessions += 1
         session = self._session = SessionState(state.sessions, event.ts)
         if self._never_version != state.hosts_version:
-            self._never.clear()
+            self.never.clear()
             self._never_version = state.hosts_version
-        emit = self.on_decision
-        emit(NewSession(ts=event.ts, session=session.number))
-        self._resume_preempted(session)
-        picker = self.picker
-        picker.begin_session()
-        jobs, queues, tried = state.jobs, state.queues, session.tried
-        unsatisfiable, holds = session.unsatisfiable, session.queue_holds
-
         try:
-            while True:
-                self._cancellable = True
-                info = picker.next_job()
-                if info is None:
-                    break
-                job = jobs.get(info.jobid)
-                if job is None or job.state is not JobState.PEND or job.jobid in tried:
-                    raise self._picker_bug(info, job)
-                tried[job.jobid] = None
-                queue = queues[job.queue]
-                plan = FINAL
-                outcome: JobAlloc | Placement | Unsatisfied | None = holds.get(queue.name, _UNSET)
-                if outcome is _UNSET:
-                    outcome = holds[queue.name] = queue_hold(queue, session.from_s)
-                if outcome is None and queue.limited:
-                    outcome = limit_hold(state, job, queue)
-                    if outcome is not None and not exceeds_limits(job, queue):
-                        # The limit is reached by what the queue runs now; a job that
-                        # could never run anyway says why, whatever the queue runs.
-                        never = job_never_fits(job, job.request, state, self._never)
-                        outcome = never or outcome
-                if outcome is not None and job.jobid in state.preemptions:
-                    plan = DROP  # held whatever room it gets: its preemption is moot
-                elif outcome is None:
-                    # Req 7: a request this session already proved unsatisfiable pends
-                    # at once. Within a session resources only shrink, so a hit never
-                    # pends a job that could have been dispatched. Where the queue
-                    # preempts, the job's priority decides which victims it may take,
-                    # so it is part of the fingerprint.
-                    fingerprint = (
-                        id(job.request),
-                        job.tasks,
-                        job.user,
-                        job.queue,
-                        job.project,
-                        job.priority if queue.preemptible_queues else None,
-                    )
-                    # A job whose preemption is in flight always gets to its own
-                    # record (wait, or give up); it never takes a twin's verdict.
-                    preempting = job.jobid in state.preemptions
-                    cached = None if preempting else unsatisfiable.get(fingerprint)
-                    if cached is not None:
-                        session.cache_hits += 1
-                        self.cache_hits += 1
-                        outcome = cached
-                    else:
-                        outcome = self._allocate(job, session)
-                        if outcome.__class__ is Unsatisfied:
-                            if queue.preemptible_queues or preempting:
-                                outcome, plan = self.preemptor.decide(job, queue, outcome, session)
-                            if plan.cache and self.unsatisfiable_cache:
-                                unsatisfiable[fingerprint] = outcome
-                # From here the job's decision is made whole: no cancellation point.
-                self._cancellable = False
-                if outcome.__class__ is JobAlloc:
-                    alloc = self._commit(job, outcome, event.ts)
-                    picker.on_dispatch(job.jobid)
-                    emit(Dispatch(ts=event.ts, jobid=job.jobid, alloc=alloc))
-                    continue
-                if plan is not FINAL and (preempt := self.preemptor.carry_out(job, plan, session)):
-                    emit(preempt)
-                reason = self._reason(cast(Unsatisfied, outcome))
-                last = job.pend_reason
-                # A PEND is news only when the reason changed (identity first).
-                if last is not reason and last != reason:
-                    job.pend_reason = reason
-                    emit(Pend(ts=event.ts, jobid=job.jobid, reason=reason))
-                picker.on_pend(job.jobid)
-        except SessionCancelled:
-            log.info("session %d at ts=%d cancelled", session.number, event.ts)
+            Session(self, session).run()
         finally:
-            self._cancellable = False
             self._session = None
-            picker.end_session()
 
-    def _allocate(self, job: Job, session: SessionState) -> JobAlloc | Unsatisfied:
-        """Allocate ``job`` on the real state and hold what it gets, or say why not."""
+    def allocate(self, job: Job, session: SessionState) -> JobAlloc | Unsatisfied:
+        """Allocate ``job`` on the real state and hold what it gets, or say why not
+        (the session's allocate step)."""
         state = self.state
         if job.request is EMPTY:
             outcome = allocate_primary(
@@ -685,7 +602,7 @@ class SchedCore:
             state,
             self.view.check_cancel,
             partial(self._records, job.jobid, session=session),
-            self._never,
+            self.never,
         )
 
     # --- preemption (Req 6) ---------------------------------------------------------
@@ -700,13 +617,16 @@ class SchedCore:
         """Preemptions given up because their victims did not suspend (a metric)."""
         return self.preemptor.given_up
 
-    def _resume_preempted(self, session: SessionState) -> None:
-        """Resume the preempted jobs whose hosts have room again (RESUME, SIGCONT)."""
+    def resume_preempted(self, session: SessionState) -> None:
+        """Resume the preempted jobs whose hosts have room again (RESUME, SIGCONT); a
+        session does it first."""
         for job in self.preemptor.resume():
             self.picker.on_job_state_change(job, JobState.RUN)
             self.on_decision(Resume(ts=session.start_ts, jobid=job.jobid))
 
-    def _picker_bug(self, info: JobInfo, job: Job | None) -> PluginError:
+    def picker_bug(self, info: JobInfo, job: Job | None) -> PluginError:
+        """The error of a picker that offered a job it may not (not pending, or twice
+        in one session)."""
         name = self.picker.name
         if job is None or job.state is not JobState.PEND:
             return PluginError(f"picker {name!r} returned job {info.jobid}, which is not pending")
@@ -721,21 +641,6 @@ class SchedCore:
         instid = self.state.next_instid
         self.state.next_instid += 1
         return instid
-
-    def _commit(self, job: Job, alloc: JobAlloc, ts: int) -> JobAlloc:
-        """Make ``job`` a running job on ``alloc`` (already held in the state),
-        started at ``ts`` (ns)."""
-        job.alloc = alloc
-        job.released = frozenset()
-        job.state = JobState.RUN
-        job.pend_reason = None
-        job.start_ts = ts
-        self.state.charge(job, 1)
-        self.state.preemptions.pop(job.jobid, None)
-        ends = {item.from_ + item.duration for _, _, item in entries(alloc) if item.duration >= 0}
-        for end in sorted(ends):
-            self.state.expiries.add((end, job.jobid))
-        return alloc
 
     def _expire_reservations(self, now_s: int) -> None:
         """Give back the reservations whose ``rusage`` duration is over (s)."""
@@ -757,8 +662,9 @@ class SchedCore:
                 self.state.release(job.alloc, skip=frozenset(everything - due))
             job.released = job.released | due
 
-    def _reason(self, outcome: Unsatisfied) -> PendingReason:
-        """The shared reason object for an outcome while the hosts keep their shape."""
+    def reason(self, outcome: Unsatisfied) -> PendingReason:
+        """The shared reason object for an outcome while the hosts keep their shape
+        (the session's decide step pends with it)."""
         version = self.state.hosts_version
         if version != self._reasons_version:
             self._reasons.clear()

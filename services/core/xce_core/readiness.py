@@ -14,7 +14,7 @@ from functools import lru_cache
 
 from xce_schemas import PendingCode, in_window
 
-from xce_core.alloc.primary import Unsatisfied
+from xce_core.alloc.outcome import Unsatisfied
 from xce_core.state import ClusterState, Job, Queue
 
 

@@ -1,15 +1,55 @@
-"""Scratch state of one scheduling session (Kubernetes' ``CycleState``).
+"""One scheduling session, step by step (Req 1 AC 4), and its scratch state.
 
-Made at ``BEGIN_ROUND``, dropped at ``end_session``; nothing in it outlives the round.
+``Session.run`` is the loop a ``BEGIN_ROUND`` starts::
+
+    begin_session
+    while (job = next_job()):
+        readiness → cache → allocate → preempt → decide
+    end_session
+
+each a named step:
+
+* **readiness**: the queue dispatches nothing now (inactive, outside its run
+  windows), or the job's queue or user is at its slot limit (a job that could never
+  run says so instead, whatever the queue runs);
+* **cache**: a request this session already proved unsatisfiable pends at once
+  (Req 7);
+* **allocate**: the allocator places the job on the real state and holds what it
+  gets, or says why not;
+* **preempt**: an unsatisfied job of a queue that preempts asks the preemption
+  evaluator (Req 6), which may make room by suspending victims;
+* **decide**: DISPATCH, or PREEMPT and PEND (a PEND only when the reason changed).
+
+``SessionState`` is the session's scratch data (Kubernetes' ``CycleState``): made at
+``BEGIN_ROUND``, dropped at ``end_session``; nothing in it outlives the round.
 """
 
 from __future__ import annotations
 
+import logging
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, cast
 
-from xce_core.alloc.primary import Unsatisfied
+from xce_schemas import Dispatch, JobAlloc, JobState, NewSession, Pend
+
+from xce_core.alloc.job import job_never_fits
+from xce_core.alloc.outcome import Unsatisfied
 from xce_core.errors import SessionCancelled
-from xce_core.state import Job
+from xce_core.preempt.preemptor import DROP, FINAL, Plan
+from xce_core.readiness import exceeds_limits, limit_hold, queue_hold
+from xce_core.state import Job, Queue
+
+if TYPE_CHECKING:
+    from xce_core.core import SchedCore
+
+log = logging.getLogger("xce_core")
+
+#: Not yet looked at (a queue's hold this session).
+_UNSET: Any = object()
+
+#: The unsatisfiable-request cache's key: (request identity, tasks, user, queue,
+#: project, priority or None).
+Fingerprint = tuple[int, int, str, str, str | None, int | None]
 
 
 class CancelToken:
@@ -65,9 +105,7 @@ class SessionState:
     start_ts: int
     token: CancelToken = field(default_factory=CancelToken)
     tried: dict[int, None] = field(default_factory=dict)
-    unsatisfiable: dict[tuple[int, int, str, str, str | None, int | None], Unsatisfied] = field(
-        default_factory=dict
-    )
+    unsatisfiable: dict[Fingerprint, Unsatisfied] = field(default_factory=dict)
     cache_hits: int = 0
     queue_holds: dict[str, Unsatisfied | None] = field(default_factory=dict)
     candidates: dict[tuple[str, int], list[Job]] = field(default_factory=dict)
@@ -76,3 +114,125 @@ class SessionState:
     def from_s(self) -> int:
         """The session start in whole seconds (``BEGIN_ROUND ts // 10**9``)."""
         return self.start_ts // 1_000_000_000
+
+
+class Session:
+    """One scheduling session of ``core`` at ``ts`` (ns): ``run`` does it.
+
+    It reads and changes the core's state only through the core's own steps
+    (allocation holds, ``ClusterState.start``, the preemptor), and says what it
+    decided through the core's decision callback.
+    """
+
+    def __init__(self, core: SchedCore, state: SessionState) -> None:
+        self.core = core
+        self.state = state
+
+    def run(self) -> None:
+        """The session: NEW_SESSION, resumes, then every job the picker offers, in its
+        order, through the steps; a cancellation stops it between two jobs."""
+        core, session = self.core, self.state
+        core.on_decision(NewSession(ts=session.start_ts, session=session.number))
+        core.resume_preempted(session)
+        picker = core.picker
+        picker.begin_session()
+        try:
+            while True:
+                core.cancellable = True
+                info = picker.next_job()
+                if info is None:
+                    break
+                job = core.state.jobs.get(info.jobid)
+                if job is None or job.state is not JobState.PEND or job.jobid in session.tried:
+                    raise core.picker_bug(info, job)
+                session.tried[job.jobid] = None
+                queue = core.state.queues[job.queue]
+                outcome, plan = self._schedule(job, queue)
+                # From here the job's decision is made whole: no cancellation point.
+                core.cancellable = False
+                self._decide(job, outcome, plan)
+        except SessionCancelled:
+            log.info("session %d at ts=%d cancelled", session.number, session.start_ts)
+        finally:
+            core.cancellable = False
+            picker.end_session()
+
+    def _schedule(self, job: Job, queue: Queue) -> tuple[JobAlloc | Unsatisfied, Plan]:
+        """The job's outcome (an allocation held, or why not) and the preemption plan
+        to carry out."""
+        held = self._readiness(job, queue)
+        if held is not None:
+            # Held whatever room it gets: a preemption in flight for it is moot.
+            return held, DROP if job.jobid in self.core.state.preemptions else FINAL
+        fingerprint = self._fingerprint(job, queue)
+        # A job whose preemption is in flight always gets to its own record (wait, or
+        # give up); it never takes a twin's verdict.
+        preempting = job.jobid in self.core.state.preemptions
+        cached = None if preempting else self._cached(fingerprint)
+        if cached is not None:
+            return cached, FINAL
+        outcome = self.core.allocate(job, self.state)
+        if outcome.__class__ is JobAlloc:
+            return outcome, FINAL
+        unsatisfied = cast(Unsatisfied, outcome)
+        plan = FINAL
+        if queue.preemptible_queues or preempting:
+            unsatisfied, plan = self._preempt(job, queue, unsatisfied)
+        if plan.cache and self.core.unsatisfiable_cache:
+            self.state.unsatisfiable[fingerprint] = unsatisfied
+        return unsatisfied, plan
+
+    def _readiness(self, job: Job, queue: Queue) -> Unsatisfied | None:
+        """Why the job's queue dispatches nothing now, or its queue or user is at a
+        slot limit; None when it may be tried."""
+        holds = self.state.queue_holds
+        held = holds.get(queue.name, _UNSET)
+        if held is _UNSET:
+            held = holds[queue.name] = queue_hold(queue, self.state.from_s)
+        if held is None and queue.limited:
+            held = limit_hold(self.core.state, job, queue)
+            if held is not None and not exceeds_limits(job, queue):
+                # The limit is reached by what the queue runs now; a job that could
+                # never run anyway says why, whatever the queue runs.
+                held = job_never_fits(job, job.request, self.core.state, self.core.never) or held
+        return cast(Unsatisfied | None, held)
+
+    def _fingerprint(self, job: Job, queue: Queue) -> Fingerprint:
+        """Req 7's key: what decides whether the request can be satisfied. Where the
+        queue preempts, the job's priority decides which victims it may take, so it
+        is part of it."""
+        priority = job.priority if queue.preemptible_queues else None
+        return (id(job.request), job.tasks, job.user, job.queue, job.project, priority)
+
+    def _cached(self, fingerprint: Fingerprint) -> Unsatisfied | None:
+        """Req 7: a request this session already proved unsatisfiable pends at once.
+        Within a session resources only shrink, so a hit never pends a job that could
+        have been dispatched."""
+        cached = self.state.unsatisfiable.get(fingerprint)
+        if cached is not None:
+            self.state.cache_hits += 1
+            self.core.cache_hits += 1
+        return cached
+
+    def _preempt(self, job: Job, queue: Queue, outcome: Unsatisfied) -> tuple[Unsatisfied, Plan]:
+        """Req 6: the preemption evaluator's plan for an unsatisfied job."""
+        return self.core.preemptor.decide(job, queue, outcome, self.state)
+
+    def _decide(self, job: Job, outcome: JobAlloc | Unsatisfied, plan: Plan) -> None:
+        """DISPATCH a placed job; else carry out the preemption plan (PREEMPT) and
+        PEND the job when its reason changed."""
+        core, ts = self.core, self.state.start_ts
+        if outcome.__class__ is JobAlloc:
+            core.state.start(job, outcome, ts)
+            core.picker.on_dispatch(job.jobid)
+            core.on_decision(Dispatch(ts=ts, jobid=job.jobid, alloc=outcome))
+            return
+        if plan is not FINAL and (preempt := core.preemptor.carry_out(job, plan, self.state)):
+            core.on_decision(preempt)
+        reason = core.reason(cast(Unsatisfied, outcome))
+        last = job.pend_reason
+        # A PEND is news only when the reason changed (identity first).
+        if last is not reason and last != reason:
+            job.pend_reason = reason
+            core.on_decision(Pend(ts=ts, jobid=job.jobid, reason=reason))
+        core.picker.on_pend(job.jobid)

@@ -382,6 +382,43 @@ class ClusterState:
             out.append((where, name, amount, free))
         return out
 
+    # --- a job's life: the one owner of starting, stopping and resuming -------------
+    # Each holds or releases the job's allocation, charges its queue's slot counts and
+    # (un)indexes it as running together: resources are conserved only if all agree.
+
+    def start(self, job: Job, alloc: JobAlloc, ts: int) -> None:
+        """A pending job starts running at ``ts`` (ns) on ``alloc``, which allocation
+        has already held (the allocator holds as it places, compound pieces one by
+        one): it is charged and indexed as running, its preemption record ends, and
+        the ends of its time-limited ``rusage`` reservations are noted."""
+        job.alloc = alloc
+        job.released = frozenset()
+        job.state = JobState.RUN
+        job.pend_reason = None
+        job.start_ts = ts
+        self.charge(job, 1)
+        self.preemptions.pop(job.jobid, None)
+        ends = {item.from_ + item.duration for _, _, item in entries(alloc) if item.duration >= 0}
+        for end in sorted(ends):
+            self.expiries.add((end, job.jobid))
+
+    def stop(self, job: Job) -> None:
+        """A running job stops (finished, failed, suspended or requeued): it gives back
+        what it holds (slots, host reservations, shared resources; a suspended job
+        keeps only its place, the hosts it resumes on) and is no longer charged."""
+        assert job.alloc is not None, f"job {job.jobid} runs without an allocation"
+        self.release(job.alloc, skip=job.released)
+        self.charge(job, -1)
+
+    def resume(self, job: Job) -> None:
+        """A suspended job runs again on its allocation: it takes back what it held
+        (the caller checked the room), is charged again, and is no longer waiting
+        for a resume."""
+        assert job.alloc is not None, f"job {job.jobid} is suspended without an allocation"
+        self.hold(job.alloc, skip=job.released)
+        self.charge(job, 1)
+        self.set_preempted(job, False)
+
     def charge(self, job: Job, sign: int) -> None:
         """Count ``job``'s slots against its queue's limits and index it as running
         (``sign`` 1 when it starts or resumes running, -1 when it stops)."""

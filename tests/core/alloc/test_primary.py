@@ -5,14 +5,8 @@ from __future__ import annotations
 import pytest
 from xce_core.alloc.free_index import FreeSlotIndex
 from xce_core.alloc.host_iter import SlotHostIter
-from xce_core.alloc.primary import (
-    PARJOB,
-    SEQJOB,
-    Placement,
-    Unsatisfied,
-    allocate_primary,
-    try_plan,
-)
+from xce_core.alloc.outcome import Placement, Unsatisfied
+from xce_core.alloc.primary import PARJOB, SEQJOB, allocate_primary, try_plan
 from xce_core.plugins import AllocPlan
 from xce_core.state import ClusterState, Job
 from xce_schemas import HostStatus, PendingCode

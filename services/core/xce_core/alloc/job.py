@@ -20,7 +20,8 @@ from collections.abc import Callable
 
 from xce_schemas import JobAlloc, PendingCode
 
-from xce_core.alloc.primary import NeverMemo, Placement, Unsatisfied, allocate_primary, never_fits
+from xce_core.alloc.outcome import Placement, Unsatisfied
+from xce_core.alloc.primary import NeverMemo, allocate_primary, never_fits
 from xce_core.resreq.model import Alter, Compound, Primary, Resreq, ResreqError
 from xce_core.state import ClusterState, Job
 

@@ -30,7 +30,6 @@ Nothing here changes any state: the caller holds a ``Placement``.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass
 from typing import ClassVar, Protocol
 
 from xce_schemas import HostStatus, PendingCode
@@ -38,6 +37,7 @@ from xce_schemas.events import ReserveMethod
 
 from xce_core.alloc.free_index import FreeSlotIndex
 from xce_core.alloc.host_iter import SlotHostIter
+from xce_core.alloc.outcome import Outcome, Placement, Reservation, Unsatisfied
 from xce_core.alloc.plan_iter import ParPlanIter, SinglePlanIter
 from xce_core.plugins import AllocPlan, AllocPlanIter, HostInfo, JobInfo
 from xce_core.resreq.model import EMPTY, Binary, Defined, Name, Node, Primary, Select, Unary
@@ -59,40 +59,6 @@ def compiled(select: Select) -> Callable[[Mapping[str, float | str | bool]], boo
         entry = _COMPILED[id(select)] = (select, compile_select(select))
     return entry[1]
 
-
-#: A reservation to make: (resource, amount, duration s or -1).
-Reservation = tuple[str, float, int]
-
-
-@dataclass(frozen=True, slots=True)
-class Placement:
-    """A successful allocation of one primary.
-
-    Attributes:
-        shares: ``(host, slots, reservations on that host)`` in the order taken.
-        shared: reservations from cluster-wide pools.
-    """
-
-    shares: tuple[tuple[HostInfo, int, tuple[Reservation, ...]], ...]
-    shared: tuple[Reservation, ...] = ()
-
-
-@dataclass(frozen=True, slots=True)
-class Unsatisfied:
-    """A failed allocation (Req 4 AC 4's not-satisfied signal) with its main reason.
-
-    ``resolvable`` tells whether freeing running jobs' resources could ever help
-    (preemption, Req 6); False means no plan can fit whatever runs. ``resources``
-    names the resources found short; ``detail`` says more in words.
-    """
-
-    code: PendingCode
-    resolvable: bool
-    resources: tuple[str, ...] = ()
-    detail: str = ""
-
-
-Outcome = Placement | Unsatisfied
 
 #: What no load changes, known of a request: ``_never``'s verdict by (primary
 #: identity, tasks), with the primary (so a recycled identity never matches). The

@@ -6,7 +6,7 @@ from collections.abc import Callable
 
 from xce_schemas import SLOTS, UNTIL_JOB_END, Alloc, HostAlloc, JobAlloc
 
-from xce_core.alloc.primary import Placement
+from xce_core.alloc.outcome import Placement
 
 
 def build_records(

@@ -12,16 +12,19 @@ from __future__ import annotations
 import logging
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from xce_schemas import JobState, PendingCode, Preempt
 
-from xce_core.alloc.primary import Unsatisfied
+from xce_core.alloc.outcome import Unsatisfied
 from xce_core.in_tree import DEFAULT_PREEMPT_POLICY
 from xce_core.plugins import CoreView, PluginRegistry, PreemptPolicy
 from xce_core.preempt.resume import Waiting, has_room, suspended_by_preemption
 from xce_core.preempt.search import find_victims, safe_candidates
-from xce_core.session import SessionState
 from xce_core.state import ClusterState, Job, Preemption, Queue
+
+if TYPE_CHECKING:  # the session module runs the preemptor: no import loop
+    from xce_core.session import SessionState
 
 log = logging.getLogger("xce_core")
 
@@ -157,11 +160,8 @@ class Preemptor:
                 waiting = Waiting(state)
             if waiting.blocker(job) is not None:
                 continue
-            assert job.alloc is not None
-            state.hold(job.alloc, skip=job.released)
+            state.resume(job)
             job.state = JobState.RUN
-            state.set_preempted(job, False)
-            state.charge(job, 1)
             resumed.append(job)
         return resumed
 

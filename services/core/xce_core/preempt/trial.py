@@ -13,7 +13,8 @@ from collections.abc import Callable, Iterable, Sequence
 from xce_schemas import HostStatus, JobAlloc
 
 from xce_core.alloc.job import allocate_job
-from xce_core.alloc.primary import Placement, compiled
+from xce_core.alloc.outcome import Placement
+from xce_core.alloc.primary import compiled
 from xce_core.alloc.records import build_records
 from xce_core.resreq.model import Compound, Primary, Resreq, ResreqError
 from xce_core.state import ClusterState, Job
