@@ -30,6 +30,7 @@ from xce_schemas.equality import (
 )
 from xce_schemas.events import (
     EVENT_TYPES,
+    BackfillPolicy,
     BeginRound,
     ConfigPush,
     CoreEvent,
@@ -78,6 +79,7 @@ __all__ = [
     "SLOTS",
     "UNTIL_JOB_END",
     "Alloc",
+    "BackfillPolicy",
     "BeginRound",
     "ConfigPush",
     "CoreEvent",

@@ -11,7 +11,7 @@ from __future__ import annotations
 from enum import StrEnum
 from typing import Annotated, Any, Literal
 
-from pydantic import Field, Strict, TypeAdapter, field_validator
+from pydantic import Field, Strict, TypeAdapter, field_validator, model_validator
 
 from xce_schemas.base import WireModel
 from xce_schemas.windows import parse_window
@@ -69,6 +69,41 @@ class QueueStatus(StrEnum):
     CLOSED = "closed"
 
 
+class BackfillPolicy(StrEnum):
+    """Whether a job that does not fit holds back the jobs behind it, and how
+    (flux-sched's queue policies; ``docs/backfill.md``).
+
+    GREEDY: every job that fits starts, in order (first fit; no reservation).
+    STRICT: no job starts after one that does not fit (head-of-line blocking).
+    EASY: the first job that does not fit gets a reservation; later jobs start only
+        when they do not delay it (reservation depth 1).
+    HYBRID: the first ``reservation_depth`` such jobs get reservations.
+    CONSERVATIVE: every job that does not fit gets a reservation.
+    """
+
+    GREEDY = "greedy"
+    STRICT = "strict"
+    EASY = "easy"
+    HYBRID = "hybrid"
+    CONSERVATIVE = "conservative"
+
+
+#: A reservation depth: how many blocked jobs a ``hybrid`` policy reserves for.
+ReservationDepth = Annotated[int, Strict(), Field(ge=1, le=1_000_000)]
+
+
+def _depth_only_with_hybrid(policy: BackfillPolicy | None, depth: int | None) -> None:
+    """A reservation depth is a ``hybrid`` policy's, and ``hybrid`` needs one.
+
+    Raises:
+        ValueError: saying which.
+    """
+    if depth is not None and policy is not BackfillPolicy.HYBRID:
+        raise ValueError("reservation_depth is a hybrid backfill policy's (backfill: hybrid)")
+    if policy is BackfillPolicy.HYBRID and depth is None:
+        raise ValueError("backfill hybrid needs a reservation_depth (1 or more)")
+
+
 #: A run window, LSF ``RUN_WINDOW`` syntax: ``[day:]hh[:mm]-[day:]hh[:mm]`` (day 0-6,
 #: 0 = Sunday; both ends with a day or neither). Checked in full by ``parse_window``.
 RunWindow = Annotated[str, Field(min_length=3, max_length=32)]
@@ -99,6 +134,10 @@ class QueueSpec(WireModel):
             ``UJOB_LIMIT``); None: no limit.
         run_limit_s: wall-clock seconds a job may run before it is killed (LSF
             ``RUNLIMIT``; time suspended does not count); None: no limit.
+        backfill: this queue's backfill policy, overriding the scheduler's; None:
+            the scheduler's.
+        reservation_depth: with ``backfill: hybrid``, how many of this queue's
+            blocked jobs get reservations.
     """
 
     name: Name
@@ -114,6 +153,13 @@ class QueueSpec(WireModel):
     max_running: Annotated[Count, Field(ge=1)] | None = None
     user_slot_limit: Annotated[Count, Field(ge=1)] | None = None
     run_limit_s: Annotated[int, Strict(), Field(ge=1, lt=2**63)] | None = None
+    backfill: BackfillPolicy | None = None
+    reservation_depth: ReservationDepth | None = None
+
+    @model_validator(mode="after")
+    def _hybrid_depth(self) -> QueueSpec:
+        _depth_only_with_hybrid(self.backfill, self.reservation_depth)
+        return self
 
     @field_validator("run_windows")
     @classmethod
@@ -139,11 +185,22 @@ class SchedulerConfig(WireModel):
         queues: queue definitions; replaces the whole queue table.
         preempt_timeout_rounds: rounds a preemption may wait for its victims to
             suspend before it is given up and reported (Req 6, no thrash).
+        backfill: the backfill policy (a queue's ``backfill`` overrides it for its
+            jobs); ``greedy``, first fit, by default.
+        reservation_depth: with ``backfill: hybrid``, how many blocked jobs get
+            reservations.
     """
 
     job_pick_plugin: Name = "builtin_fcfs"
     queues: tuple[QueueSpec, ...] = ()
     preempt_timeout_rounds: Annotated[int, Strict(), Field(ge=1, le=1_000_000)] = 5
+    backfill: BackfillPolicy = BackfillPolicy.GREEDY
+    reservation_depth: ReservationDepth | None = None
+
+    @model_validator(mode="after")
+    def _hybrid_depth(self) -> SchedulerConfig:
+        _depth_only_with_hybrid(self.backfill, self.reservation_depth)
+        return self
 
 
 class JobRequest(WireModel):

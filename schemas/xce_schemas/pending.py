@@ -36,6 +36,8 @@ class PendingCode(StrEnum):
     QUEUE_WINDOW = "QUEUE_WINDOW"
     QUEUE_SLOT_LIMIT = "QUEUE_SLOT_LIMIT"
     QUEUE_USER_SLOT_LIMIT = "QUEUE_USER_SLOT_LIMIT"
+    RESERVED = "RESERVED"
+    ORDER_BLOCKED = "ORDER_BLOCKED"
     HOST_NOT_ENOUGH_SLOTS = "HOST_NOT_ENOUGH_SLOTS"
     HOST_CLOSED = "HOST_CLOSED"
     HOST_UNAVAIL = "HOST_UNAVAIL"
@@ -62,6 +64,11 @@ PENDING_TEXT: dict[PendingCode, str] = {
     PendingCode.QUEUE_WINDOW: "The queue is inactivated by its run windows",
     PendingCode.QUEUE_SLOT_LIMIT: "The queue's job slot limit is reached",
     PendingCode.QUEUE_USER_SLOT_LIMIT: "The user has reached the queue's per-user job slot limit",
+    PendingCode.RESERVED: (
+        "The free room it fits is reserved for a job ahead of it, and it would not end "
+        "before that job starts"
+    ),
+    PendingCode.ORDER_BLOCKED: "A job ahead of it cannot start (strict order: no backfilling)",
     PendingCode.HOST_NOT_ENOUGH_SLOTS: "Not enough job slots",
     PendingCode.HOST_CLOSED: "Closed by the administrator",
     PendingCode.HOST_UNAVAIL: "Host is unavailable",

@@ -144,10 +144,29 @@ def parse_recording_line(text: str | bytes) -> RecordingLine:
     return RECORDING_LINE_ADAPTER.validate_json(text)
 
 
+#: Fields added to the configuration since recording format 1.0: left out of the
+#: hash while at their default, so a configuration that does not use them hashes as
+#: it did (older recordings keep matching their snapshots).
+_LATER_FIELDS = {"backfill": "greedy", "reservation_depth": None}
+_LATER_QUEUE_FIELDS = {"backfill": None, "reservation_depth": None}
+
+
 def config_hash(config: SchedulerConfig) -> str:
     """The HEADER's configuration hash: ``sha256:`` + hex digest of the config's JSON.
 
     The JSON is pydantic's, whose key order is the model's field order, so the same
-    configuration always gives the same hash.
+    configuration always gives the same hash; fields added later are left out while
+    at their default (``_LATER_FIELDS``).
     """
-    return "sha256:" + hashlib.sha256(config.model_dump_json().encode()).hexdigest()
+    top = {name for name, default in _LATER_FIELDS.items() if getattr(config, name) == default}
+    queues = {
+        index: {
+            name for name, default in _LATER_QUEUE_FIELDS.items() if getattr(queue, name) == default
+        }
+        for index, queue in enumerate(config.queues)
+    }
+    exclude: dict[str | int, Any] = {name: True for name in top}
+    if any(queues.values()):
+        exclude["queues"] = {index: names for index, names in queues.items() if names}
+    text = config.model_dump_json(exclude=exclude)  # type: ignore[arg-type]
+    return "sha256:" + hashlib.sha256(text.encode()).hexdigest()

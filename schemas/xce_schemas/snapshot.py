@@ -87,6 +87,18 @@ class PreemptionDoc(WireModel):
     session: int = Field(ge=1)
 
 
+class ReservationDoc(WireModel):
+    """Room reserved for a pending job from ``start_ts`` (ns) until ``end_ts`` (ns;
+    None: no run limit) on ``hosts`` (``(host, slots)``); ``running``: how many
+    running jobs' expected ends the estimate rests on."""
+
+    jobid: JobId
+    start_ts: TimestampNs
+    end_ts: TimestampNs | None = None
+    hosts: tuple[tuple[str, int], ...] = ()
+    running: int = Field(default=0, ge=0)
+
+
 class Counters(WireModel):
     """Counters whose values later decisions depend on."""
 
@@ -133,6 +145,7 @@ class CoreSnapshot(WireModel):
         shared_in_use: amounts of shared resources running jobs hold.
         expiries: (second, jobid) at which a job's timed reservations end.
         preemptions: preemptions in flight, in the order they were made.
+        reservations: the reservations of the last session, in the order made.
         counters, clock, prng, picker: see their models.
 
     Users and projects are attributes of jobs and queues here (no separate tables);
@@ -153,6 +166,7 @@ class CoreSnapshot(WireModel):
     shared_in_use: dict[str, float] = Field(default_factory=dict)
     expiries: tuple[tuple[int, JobId], ...] = ()
     preemptions: tuple[PreemptionDoc, ...] = ()
+    reservations: tuple[ReservationDoc, ...] = ()
     counters: Counters
     clock: ClockState
     prng: PrngState

@@ -52,6 +52,7 @@ from xce_core.alloc.job import allocate_job
 from xce_core.alloc.outcome import Placement, Unsatisfied
 from xce_core.alloc.primary import NeverMemo, allocate_primary
 from xce_core.alloc.records import build_records
+from xce_core.backfill import ReservationBook, backfills
 from xce_core.clock import Clock
 from xce_core.errors import ConfigError, EventError, PluginError, SessionCancelled
 from xce_core.in_tree import in_tree_registry
@@ -575,6 +576,8 @@ class SchedCore:
         self._expire_reservations(event.ts // 1_000_000_000)
         state.sessions += 1
         session = self._session = SessionState(state.sessions, event.ts)
+        if backfills(state):
+            session.book = ReservationBook(state, event.ts)
         if self._never_version != state.hosts_version:
             self.never.clear()
             self._never_version = state.hosts_version
@@ -582,6 +585,10 @@ class SchedCore:
             Session(self, session).run()
         finally:
             self._session = None
+            book = session.book
+            state.reservations = {} if book is None else {r.jobid: r for r in book.reservations}
+            if book is not None:
+                book.close()
 
     def allocate(self, job: Job, session: SessionState) -> JobAlloc | Unsatisfied:
         """Allocate ``job`` on the real state and hold what it gets, or say why not

@@ -33,6 +33,8 @@ _CLUSTER_WIDE = frozenset(
         PendingCode.QUEUE_WINDOW,
         PendingCode.QUEUE_SLOT_LIMIT,
         PendingCode.QUEUE_USER_SLOT_LIMIT,
+        PendingCode.RESERVED,
+        PendingCode.ORDER_BLOCKED,
     }
 )
 

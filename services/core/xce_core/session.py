@@ -30,10 +30,11 @@ import logging
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, cast
 
-from xce_schemas import Dispatch, JobAlloc, JobState, NewSession, Pend
+from xce_schemas import BackfillPolicy, Dispatch, JobAlloc, JobState, NewSession, Pend, PendingCode
 
 from xce_core.alloc.job import job_never_fits
 from xce_core.alloc.outcome import Unsatisfied
+from xce_core.backfill import ReservationBook, policy_of, run_limit_ns
 from xce_core.errors import SessionCancelled
 from xce_core.preempt.preemptor import DROP, FINAL, Plan
 from xce_core.readiness import exceeds_limits, limit_hold, queue_hold
@@ -48,8 +49,8 @@ log = logging.getLogger("xce_core")
 _UNSET: Any = object()
 
 #: The unsatisfiable-request cache's key: (request identity, tasks, user, queue,
-#: project, priority or None).
-Fingerprint = tuple[int, int, str, str, str | None, int | None]
+#: project, priority or None, run limit or None).
+Fingerprint = tuple[int, int, str, str, str | None, int | None, int | None]
 
 
 class CancelToken:
@@ -99,6 +100,8 @@ class SessionState:
             outside its run windows) or None.
         candidates: the safe preemption candidates by (queue, job priority), until a
             preemption takes some of them.
+        book: the session's reservations and the room they hold (None: every
+            policy is ``greedy``).
     """
 
     number: int
@@ -109,6 +112,7 @@ class SessionState:
     cache_hits: int = 0
     queue_holds: dict[str, Unsatisfied | None] = field(default_factory=dict)
     candidates: dict[tuple[str, int], list[Job]] = field(default_factory=dict)
+    book: ReservationBook | None = None
 
     @property
     def from_s(self) -> int:
@@ -160,6 +164,9 @@ class Session:
     def _schedule(self, job: Job, queue: Queue) -> tuple[JobAlloc | Unsatisfied, Plan]:
         """The job's outcome (an allocation held, or why not) and the preemption plan
         to carry out."""
+        book = self.state.book
+        if book is not None and book.blocked_by is not None:
+            return _order_blocked(book.blocked_by), FINAL
         held = self._readiness(job, queue)
         if held is not None:
             # Held whatever room it gets: a preemption in flight for it is moot.
@@ -170,8 +177,9 @@ class Session:
         preempting = job.jobid in self.core.state.preemptions
         cached = None if preempting else self._cached(fingerprint)
         if cached is not None:
+            self._reserve(job, queue, cached)
             return cached, FINAL
-        outcome = self.core.allocate(job, self.state)
+        outcome = self._allocate(job)
         if outcome.__class__ is JobAlloc:
             return outcome, FINAL
         unsatisfied = cast(Unsatisfied, outcome)
@@ -180,7 +188,31 @@ class Session:
             unsatisfied, plan = self._preempt(job, queue, unsatisfied)
         if plan.cache and self.core.unsatisfiable_cache:
             self.state.unsatisfiable[fingerprint] = unsatisfied
+        if plan is FINAL:
+            self._reserve(job, queue, unsatisfied)
         return unsatisfied, plan
+
+    def _allocate(self, job: Job) -> JobAlloc | Unsatisfied:
+        """Allocate the job on the real state, around the session's reservations."""
+        book = self.state.book
+        if book is None or not book.reservations:
+            return self.core.allocate(job, self.state)
+        return book.allocate(job, lambda: self.core.allocate(job, self.state))
+
+    def _reserve(self, job: Job, queue: Queue, outcome: Unsatisfied) -> None:
+        """A job that could run once room frees holds back the jobs behind it as its
+        backfill policy says: a reservation (up to the policy's depth), and under
+        ``strict`` no later job starts. A job that can never run blocks nobody."""
+        book = self.state.book
+        if book is None or not outcome.resolvable:
+            return
+        policy = policy_of(self.core.state, queue)
+        if policy.name is BackfillPolicy.GREEDY:
+            return
+        if book.wants(policy) and job.jobid not in {r.jobid for r in book.reservations}:
+            book.reserve(job, job.request, policy, self.core.view.check_cancel)  # type: ignore[arg-type]
+        if policy.name is BackfillPolicy.STRICT:
+            book.blocked_by = job.jobid
 
     def _readiness(self, job: Job, queue: Queue) -> Unsatisfied | None:
         """Why the job's queue dispatches nothing now, or its queue or user is at a
@@ -202,7 +234,9 @@ class Session:
         queue preempts, the job's priority decides which victims it may take, so it
         is part of it."""
         priority = job.priority if queue.preemptible_queues else None
-        return (id(job.request), job.tasks, job.user, job.queue, job.project, priority)
+        # Around reservations, what a job may use depends on when it ends.
+        limit = run_limit_ns(self.core.state, job) if self.state.book is not None else None
+        return (id(job.request), job.tasks, job.user, job.queue, job.project, priority, limit)
 
     def _cached(self, fingerprint: Fingerprint) -> Unsatisfied | None:
         """Req 7: a request this session already proved unsatisfiable pends at once.
@@ -236,3 +270,10 @@ class Session:
             job.pend_reason = reason
             core.on_decision(Pend(ts=ts, jobid=job.jobid, reason=reason))
         core.picker.on_pend(job.jobid)
+
+
+def _order_blocked(jobid: int) -> Unsatisfied:
+    """The outcome of a job behind one that blocks under ``strict``."""
+    return Unsatisfied(
+        PendingCode.ORDER_BLOCKED, resolvable=False, detail=f"job {jobid} cannot start"
+    )

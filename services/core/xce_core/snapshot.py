@@ -28,8 +28,10 @@ from xce_schemas.snapshot import (
     PickerState,
     PreemptionDoc,
     PrngState,
+    ReservationDoc,
 )
 
+from xce_core.alloc.outcome import Reservation
 from xce_core.clock import Clock
 from xce_core.core import SchedCore
 from xce_core.errors import CoreError
@@ -113,6 +115,16 @@ def save_snapshot(core: SchedCore) -> CoreSnapshot:
         preemptions=tuple(
             PreemptionDoc(preemptor=p.preemptor, victims=p.victims, session=p.session)
             for p in state.preemptions.values()
+        ),
+        reservations=tuple(
+            ReservationDoc(
+                jobid=r.jobid,
+                start_ts=r.start_ts,
+                end_ts=r.end_ts,
+                hosts=r.hosts,
+                running=r.running,
+            )
+            for r in state.reservations.values()
         ),
         counters=Counters(
             next_instid=state.next_instid, sessions=state.sessions, events=core.events
@@ -239,6 +251,10 @@ def load_snapshot(
         state.set_preempted(job, job.preempted)
     state.preemptions = {
         p.preemptor: Preemption(p.preemptor, p.victims, p.session) for p in snapshot.preemptions
+    }
+    state.reservations = {
+        r.jobid: Reservation(r.jobid, r.start_ts, r.end_ts, r.hosts, r.running)
+        for r in snapshot.reservations
     }
     state.resources = {r.name: r for r in snapshot.resources}
     state.resvals = {(v.resource, v.host or ""): v.value for v in snapshot.resvals}

@@ -14,6 +14,7 @@ from sortedcontainers import SortedList
 from xce_schemas import (
     SLOTS,
     Alloc,
+    BackfillPolicy,
     HostStatus,
     JobAlloc,
     JobState,
@@ -26,6 +27,7 @@ from xce_schemas import (
 )
 
 from xce_core.alloc.free_index import FreeSlotIndex
+from xce_core.alloc.outcome import Reservation
 from xce_core.resreq.model import EMPTY, Resreq, ResreqError
 
 K = TypeVar("K")
@@ -88,6 +90,8 @@ class Queue:
     max_running: int | None = None
     user_slot_limit: int | None = None
     run_limit_s: int | None = None
+    backfill: BackfillPolicy | None = None
+    reservation_depth: int | None = None
     windows: tuple[tuple[int, int, int], ...] = field(default=(), metadata=CACHE)
     limited: bool = field(default=False, metadata=CACHE)
 
@@ -244,6 +248,7 @@ class ClusterState:
     next_instid: int = 1
     sessions: int = 0
     preemptions: dict[int, Preemption] = field(default_factory=dict)
+    reservations: dict[int, Reservation] = field(default_factory=dict)
     hosts_version: int = field(default=0, metadata=CACHE)
     queue_slots: dict[str, int] = field(default_factory=dict, metadata=CACHE)
     user_slots: dict[tuple[str, str], int] = field(default_factory=dict, metadata=CACHE)
@@ -442,6 +447,11 @@ class ClusterState:
     def take_slots(self, host: Host, slots: int) -> None:
         """A job takes ``slots`` on ``host`` (caller checked they are free)."""
         host.used += slots
+        self._reindex(host)
+
+    def give_slots(self, host: Host, slots: int) -> None:
+        """``slots`` taken on ``host`` with ``take_slots`` are free again."""
+        host.used -= slots
         self._reindex(host)
 
     def _reindex(self, host: Host) -> None:

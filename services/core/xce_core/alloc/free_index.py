@@ -32,13 +32,20 @@ class FreeSlotIndex:
     hosts in order). That is the common case: most jobs ask for one slot.
     """
 
-    __slots__ = ("_any", "_buckets", "_free", "_total")
+    __slots__ = ("_any", "_buckets", "_free", "_preferred", "_total")
 
     def __init__(self) -> None:
         self._buckets: SortedDict = SortedDict()  # free slots → SortedList of positions
         self._any: SortedList = SortedList()  # every position with free >= 1
         self._free: list[int] = []  # by position; dense, since positions are 0, 1, ...
         self._total = 0
+        self._preferred: tuple[int, ...] = ()
+
+    def prefer(self, positions: tuple[int, ...]) -> None:
+        """Offer the hosts at ``positions`` (sorted) first, then the others, each in
+        host order, until ``prefer(())`` (a backfilled job takes the room reserved
+        for a later start before unreserved room)."""
+        self._preferred = positions
 
     @property
     def total_free(self) -> int:
@@ -89,6 +96,8 @@ class FreeSlotIndex:
 
         The index must not change while the iterator is in use.
         """
+        if self._preferred:
+            return self._preferred_first(slots)
         if self._all_qualify(slots):
             return iter(self._any)
         buckets: list[Iterator[int]] = [
@@ -97,3 +106,19 @@ class FreeSlotIndex:
         if len(buckets) == 1:
             return buckets[0]
         return heapq.merge(*buckets)
+
+    def _preferred_first(self, slots: int) -> Iterator[int]:
+        preferred = self._preferred
+        free = self._free
+        for position in preferred:
+            if position < len(free) and free[position] >= slots:
+                yield position
+        chosen = set(preferred)
+        saved, self._preferred = preferred, ()
+        try:
+            rest = self.positions_at_least(slots)
+        finally:
+            self._preferred = saved
+        for position in rest:
+            if position not in chosen:
+                yield position

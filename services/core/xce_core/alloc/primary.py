@@ -37,7 +37,7 @@ from xce_schemas.events import ReserveMethod
 
 from xce_core.alloc.free_index import FreeSlotIndex
 from xce_core.alloc.host_iter import SlotHostIter
-from xce_core.alloc.outcome import Outcome, Placement, Reservation, Unsatisfied
+from xce_core.alloc.outcome import Outcome, Placement, RusageHold, Unsatisfied
 from xce_core.alloc.plan_iter import ParPlanIter, SinglePlanIter
 from xce_core.plugins import AllocPlan, AllocPlanIter, HostInfo, JobInfo
 from xce_core.resreq.model import EMPTY, Binary, Defined, Name, Node, Primary, Select, Unary
@@ -249,7 +249,7 @@ class _Request:
                 self.host_usages.append((usage.resource, usage.value, duration, method))
         return None
 
-    def host_reservations(self, slots: int, first: bool) -> tuple[Reservation, ...]:
+    def host_reservations(self, slots: int, first: bool) -> tuple[RusageHold, ...]:
         """What a share of ``slots`` reserves on its host (per-job amounts go on the
         first host of the allocation)."""
         out = []
@@ -263,7 +263,7 @@ class _Request:
             out.append((resource, amount, duration))
         return tuple(out)
 
-    def shared_reservations(self, nhosts: int) -> tuple[Reservation, ...]:
+    def shared_reservations(self, nhosts: int) -> tuple[RusageHold, ...]:
         """What the job takes from the cluster-wide pools for a plan of ``nhosts``."""
         out = []
         for resource, value, duration, method in self.shared_usages:
