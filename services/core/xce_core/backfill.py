@@ -25,7 +25,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from xce_schemas import SLOTS, BackfillPolicy, JobAlloc
+from xce_schemas import SLOTS, BackfillPolicy, JobAlloc, PendingCode
 
 from xce_core.alloc.outcome import FOREVER, Reservation, Unsatisfied
 from xce_core.alloc.planner import earliest_start
@@ -204,6 +204,39 @@ class ReservationBook:
                 elif lost:
                     held[name] -= lost
         return outcome
+
+    def in_the_way(
+        self, job: Job, allocate: Callable[[], JobAlloc | Unsatisfied]
+    ) -> Unsatisfied | None:
+        """Why a job that did not fit pends, when only reserved room stopped it: it
+        would fit were no room reserved (tried, then undone), but not ending before
+        those reservations start, it may not use theirs. None otherwise."""
+        if not self.phantom:
+            return None
+        state = self.state
+        for name, slots in self.phantom.items():
+            state.give_slots(state.hosts[name], slots)
+        try:
+            outcome = allocate()
+            if isinstance(outcome, JobAlloc):
+                state.release(outcome)
+        finally:
+            for name, slots in self.phantom.items():
+                state.take_slots(state.hosts[name], slots)
+        if not isinstance(outcome, JobAlloc):
+            return None
+        limit = run_limit_ns(state, job)
+        end = FOREVER if limit is None else self.now + limit
+        ahead = sorted(r.jobid for r in self.reservations if r.start_ts < end)
+        jobs = f"job{'s' if len(ahead) > 1 else ''} {', '.join(map(str, ahead))}"
+        why = (
+            "and this job has no run limit"
+            if limit is None
+            else "expected to start before this job would end"
+        )
+        return Unsatisfied(
+            PendingCode.RESERVED, resolvable=True, detail=f"reserved for {jobs}, {why}"
+        )
 
     def close(self) -> None:
         """Give back every phantom hold (the session ends)."""

@@ -193,11 +193,15 @@ class Session:
         return unsatisfied, plan
 
     def _allocate(self, job: Job) -> JobAlloc | Unsatisfied:
-        """Allocate the job on the real state, around the session's reservations."""
+        """Allocate the job on the real state, around the session's reservations; a
+        job that only reserved room stops says so (RESERVED)."""
         book = self.state.book
         if book is None or not book.reservations:
             return self.core.allocate(job, self.state)
-        return book.allocate(job, lambda: self.core.allocate(job, self.state))
+        outcome = book.allocate(job, lambda: self.core.allocate(job, self.state))
+        if outcome.__class__ is JobAlloc or not cast(Unsatisfied, outcome).resolvable:
+            return outcome
+        return book.in_the_way(job, lambda: self.core.allocate(job, self.state)) or outcome
 
     def _reserve(self, job: Job, queue: Queue, outcome: Unsatisfied) -> None:
         """A job that could run once room frees holds back the jobs behind it as its

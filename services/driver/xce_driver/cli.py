@@ -44,7 +44,7 @@ import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager, suppress
 from pathlib import Path
-from typing import NoReturn
+from typing import Any, NoReturn
 
 import orjson
 from nats.errors import Error as NatsError
@@ -54,7 +54,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeElapsedCo
 from rich.table import Table
 from xce_core.errors import ConfigError
 from xce_core.plugins import PluginRegistry
-from xce_schemas import QueueSpec
+from xce_schemas import BackfillPolicy, QueueSpec
 from xce_schemas.errors import describe
 
 from xce_driver.event_file import write_event_file
@@ -210,6 +210,34 @@ def _emulate_timeout(text: str) -> float | None:
 _timestamp_ns = _whole(0, 2**64 - 1, " ns")
 
 
+def _backfill_policy(text: str) -> BackfillPolicy:
+    """The argparse type of ``--backfill``: a policy's name.
+
+    Raises:
+        argparse.ArgumentTypeError: an unknown name, listing the known ones.
+    """
+    try:
+        return BackfillPolicy(text)
+    except ValueError:
+        known = ", ".join(policy.value for policy in BackfillPolicy)
+        raise argparse.ArgumentTypeError(
+            f"{show_text(text)} is not a backfill policy; known: {known}"
+        ) from None
+
+
+def _backfill_options(args: argparse.Namespace) -> dict[str, Any]:
+    """``--backfill`` and ``--reservation-depth``, checked together.
+
+    Raises:
+        UserError: a depth without ``hybrid``, or ``hybrid`` without a depth.
+    """
+    if args.reservation_depth is not None and args.backfill is not BackfillPolicy.HYBRID:
+        raise UserError("--reservation-depth is for --backfill hybrid")
+    if args.backfill is BackfillPolicy.HYBRID and args.reservation_depth is None:
+        raise UserError("--backfill hybrid needs --reservation-depth N (1 or more)")
+    return {"backfill": args.backfill, "reservation_depth": args.reservation_depth}
+
+
 def _add_workload_options(sub: argparse.ArgumentParser) -> None:
     """The options of ``simulate`` and ``emulate`` that choose the workload, its
     cluster, its queues and the picker."""
@@ -234,6 +262,20 @@ def _add_workload_options(sub: argparse.ArgumentParser) -> None:
     )
     sub.add_argument(
         "--policy", default="builtin_fcfs", metavar="NAME", help="job picker (default builtin_fcfs)"
+    )
+    sub.add_argument(
+        "--backfill",
+        type=_backfill_policy,
+        default=BackfillPolicy.GREEDY,
+        metavar="POLICY",
+        help="backfill policy: " + ", ".join(p.value for p in BackfillPolicy) + " (default "
+        "greedy: every job that fits starts; a --queues definition's backfill overrides it)",
+    )
+    sub.add_argument(
+        "--reservation-depth",
+        type=_whole(1, 1_000_000),
+        metavar="N",
+        help="with --backfill hybrid: how many blocked jobs get reservations",
     )
     sub.add_argument(
         "--seed",
@@ -704,6 +746,7 @@ def _run(
                 snapshot_interval=args.record_snapshot_interval or 0,
                 progress=lambda done: bar.update(task, completed=done),
                 queues=queues,
+                **_backfill_options(args),
             )
     except BaseException:
         if recording is not None:
@@ -763,7 +806,7 @@ def emulate_command(args: argparse.Namespace) -> int:
     registry.pickers.get(args.policy)
     queues = _load_queues(args.queues)
     workload, source = _load_workload(args)
-    config = checked_config(workload, args.policy, queues, registry)
+    config = checked_config(workload, args.policy, queues, registry, **_backfill_options(args))
     hosts = host_specs(workload.hosts, workload.slots_per_host, workload.host_mem_mb)
     emulator = LiveEmulator(workload.jobs, hosts, config, nats_url=args.nats, speed=args.speed)
     started = time.perf_counter()
@@ -1033,7 +1076,7 @@ def events_command(args: argparse.Namespace) -> int:
     registry.pickers.get(args.policy)
     queues = _load_queues(args.queues)
     workload, source = _load_workload(args)
-    config = checked_config(workload, args.policy, queues, registry)
+    config = checked_config(workload, args.policy, queues, registry, **_backfill_options(args))
     with _writing("--out", args.out):
         summary = write_event_file(workload, config, args.out)
     refused = (

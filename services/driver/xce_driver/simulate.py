@@ -22,7 +22,7 @@ from pydantic import TypeAdapter, ValidationError
 from xce_core.core import SchedCore
 from xce_core.errors import ConfigError
 from xce_core.plugins import PluginRegistry
-from xce_schemas import CoreEvent, Decision, HostSpec, QueueSpec, SchedulerConfig
+from xce_schemas import BackfillPolicy, CoreEvent, Decision, HostSpec, QueueSpec, SchedulerConfig
 from xce_schemas.errors import describe
 
 from xce_driver.emulator import ClusterEmulator, JobRecord, Workload
@@ -105,13 +105,22 @@ def _json_type(value: object) -> str:
 
 
 def scheduler_config(
-    workload: MappedWorkload, policy: str, queues: Sequence[QueueSpec] = ()
+    workload: MappedWorkload,
+    policy: str,
+    queues: Sequence[QueueSpec] = (),
+    *,
+    backfill: BackfillPolicy = BackfillPolicy.GREEDY,
+    reservation_depth: int | None = None,
 ) -> SchedulerConfig:
-    """The configuration pushed first: the picker and the queues.
+    """The configuration pushed first: the picker, the backfill policy and the queues.
 
     The queues are the workload's (queue map) ``name:priority`` queues, in their
     order, each replaced by the definition of the same name in ``queues`` when there
     is one (its priority included); the other ``queues`` follow in their order.
+
+    Raises:
+        pydantic.ValidationError: a reservation depth without ``hybrid``, or
+            ``hybrid`` without one.
     """
     given = {spec.name: spec for spec in queues}
     merged = [
@@ -119,7 +128,12 @@ def scheduler_config(
         for name, prio in workload.queues.items()
     ]
     merged += [spec for spec in queues if spec.name not in workload.queues]
-    return SchedulerConfig(job_pick_plugin=policy, queues=tuple(merged))
+    return SchedulerConfig(
+        job_pick_plugin=policy,
+        queues=tuple(merged),
+        backfill=backfill,
+        reservation_depth=reservation_depth,
+    )
 
 
 def check_queues(workload: MappedWorkload, config: SchedulerConfig) -> None:
@@ -143,6 +157,9 @@ def checked_config(
     policy: str,
     queues: Sequence[QueueSpec],
     registry: PluginRegistry,
+    *,
+    backfill: BackfillPolicy = BackfillPolicy.GREEDY,
+    reservation_depth: int | None = None,
 ) -> SchedulerConfig:
     """``scheduler_config``, checked before any work: every picker and preemption
     policy it names is registered, every job's queue is defined, and every queue a
@@ -154,7 +171,9 @@ def checked_config(
         MappingError: a job in a queue no definition gives, or a queue preempting one.
     """
     registry.pickers.get(policy)
-    config = scheduler_config(workload, policy, queues)
+    config = scheduler_config(
+        workload, policy, queues, backfill=backfill, reservation_depth=reservation_depth
+    )
     check_queues(workload, config)
     names = [queue.name for queue in config.queues]
     for queue in config.queues:
@@ -194,6 +213,8 @@ def run_simulation(
     snapshot_interval: int = 0,
     progress: Callable[[int], None] | None = None,
     queues: Sequence[QueueSpec] = (),
+    backfill: BackfillPolicy = BackfillPolicy.GREEDY,
+    reservation_depth: int | None = None,
 ) -> SimulationResult:
     """Simulate ``workload`` on its cluster with the picker ``policy``.
 
@@ -213,6 +234,8 @@ def run_simulation(
         progress: called with the number of jobs done as it grows.
         queues: queue definitions merged over the workload's queues by name (see
             ``scheduler_config``; ``--queues``).
+        backfill, reservation_depth: the backfill policy (``--backfill``; a queue's
+            own, in ``queues``, overrides it for its jobs).
 
     Raises:
         ConfigError: ``policy`` (or a queue's ``job_pick_plugin``) is not a
@@ -220,7 +243,9 @@ def run_simulation(
         MappingError: a job is in a queue no definition gives.
     """
     registry = registry if registry is not None else load_registry()
-    config = checked_config(workload, policy, queues, registry)
+    config = checked_config(
+        workload, policy, queues, registry, backfill=backfill, reservation_depth=reservation_depth
+    )
     emulator: ClusterEmulator
     recorder = None if recording is None else Recorder(recording, snapshot_interval)
 
