@@ -472,6 +472,7 @@ class SchedCore:
                 spec.submit_ts,
                 spec.submit_ts,
                 request=parse_resreq(spec.resreq),
+                run_limit_s=spec.run_limit_s,
             )
             self.state.jobs[job.jobid] = job
             self.picker.on_job_push(job)
@@ -546,6 +547,7 @@ class SchedCore:
                 )
         state.hold(job.alloc, skip=job.released)
         state.charge(job, 1)
+        job.suspended_ns += ts - job.suspend_ts
 
     def _on_job_update(self, event: JobUpdate) -> None:
         payload = event.payload
@@ -556,6 +558,8 @@ class SchedCore:
             self._check_open(event.type, "payload.queue", payload.queue)
         if payload.priority is not None:
             job.priority = payload.priority
+        if payload.run_limit_s is not None:
+            job.run_limit_s = payload.run_limit_s
         if payload.queue is not None:
             running = job.state is JobState.RUN
             if running:
@@ -703,6 +707,7 @@ class SchedCore:
     def _resume_preempted(self, session: SessionState) -> None:
         """Resume the preempted jobs whose hosts have room again (RESUME, SIGCONT)."""
         for job in self.preemptor.resume():
+            job.suspended_ns += session.start_ts - job.suspend_ts
             self.picker.on_job_state_change(job, JobState.RUN)
             self.on_decision(Resume(ts=session.start_ts, jobid=job.jobid))
 
@@ -730,6 +735,7 @@ class SchedCore:
         job.state = JobState.RUN
         job.pend_reason = None
         job.start_ts = ts
+        job.suspended_ns = 0
         self.state.charge(job, 1)
         self.state.preemptions.pop(job.jobid, None)
         ends = {item.from_ + item.duration for _, _, item in entries(alloc) if item.duration >= 0}

@@ -173,6 +173,11 @@ class Job:
             its hosts have room; a job the controller suspended on its own is not.
         ignored_preemption: it was a victim of a preemption given up because it did
             not suspend in time; it is not chosen as a victim again.
+        run_limit_s: its own run limit, s of running (LSF ``-W``; None: not given);
+            ``xce_core.runtime`` combines it with its queue's.
+        suspended_ns: time spent suspended since its start, ns, over the
+            suspensions ended so far (0 again at each start), so that the time it
+            has run is known (``xce_core.runtime.ran_ns``).
     """
 
     jobid: int
@@ -194,6 +199,8 @@ class Job:
     suspend_ts: int = 0
     preempted: bool = False
     ignored_preemption: bool = False
+    run_limit_s: int | None = None
+    suspended_ns: int = 0
 
 
 @dataclass(frozen=True, slots=True)
