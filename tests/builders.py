@@ -103,8 +103,9 @@ def job_spec(
     submit_s: int = 0,
     user: str = "u1",
     resreq: str = "",
+    run_limit_s: int | None = None,
 ) -> JobSpec:
-    """A job submitted at ``submit_s``."""
+    """A job submitted at ``submit_s`` (with its own run limit, s, if given)."""
     return JobSpec(
         jobid=jobid,
         queue=queue,
@@ -112,6 +113,7 @@ def job_spec(
         priority=priority,
         tasks=tasks,
         resreq=resreq,
+        run_limit_s=run_limit_s,
         submit_ts=submit_s * NS,
     )
 

@@ -35,6 +35,10 @@ Priority = Annotated[int, Strict(), Field(ge=-(2**31), lt=2**31)]
 #: A count of slots or tasks (strict).
 Count = Annotated[int, Strict(), Field(ge=0, le=2**31 - 1)]
 
+#: A run limit, whole seconds of running (time suspended left out), at least 1
+#: (strict: a float, a string or a boolean is refused, not converted).
+RunLimitS = Annotated[int, Strict(), Field(ge=1, lt=2**63)]
+
 
 class JobState(StrEnum):
     """LSF job states as the controller reports them.
@@ -152,7 +156,7 @@ class QueueSpec(WireModel):
     run_windows: tuple[RunWindow, ...] = ()
     max_running: Annotated[Count, Field(ge=1)] | None = None
     user_slot_limit: Annotated[Count, Field(ge=1)] | None = None
-    run_limit_s: Annotated[int, Strict(), Field(ge=1, lt=2**63)] | None = None
+    run_limit_s: RunLimitS | None = None
     backfill: BackfillPolicy | None = None
     reservation_depth: ReservationDepth | None = None
 
@@ -215,6 +219,9 @@ class JobRequest(WireModel):
         priority: job priority inside its queue (higher first; LSF ``-sp``).
         tasks: number of tasks (slots) requested, ``maxTasks``.
         resreq: the resource requirement string (LSF ``-R``); empty for none.
+        run_limit_s: how long the job may run, s of running (LSF ``bsub -W``, Slurm
+            ``--time``; its user's estimate, which backfilling trusts); None: not
+            given, its queue's ``run_limit_s`` applies, else it is unbounded.
     """
 
     jobid: JobId
@@ -224,11 +231,13 @@ class JobRequest(WireModel):
     priority: Priority = 0
     tasks: Annotated[Count, Field(ge=1)] = 1
     resreq: str = Field(default="", max_length=65536)
+    run_limit_s: RunLimitS | None = None
 
 
 class JobSpec(JobRequest):
     """A submitted job (``xce_job_t``): the ``JobRequest`` fields (``jobid``,
-    ``queue``, ``user``, ``project``, ``priority``, ``tasks``, ``resreq``) and
+    ``queue``, ``user``, ``project``, ``priority``, ``tasks``, ``resreq``,
+    ``run_limit_s``) and
     ``submit_ts``, its submission time, ns, which is also its queue time.
     """
 
@@ -349,11 +358,13 @@ class JobStateChangePayload(WireModel):
 
 
 class JobUpdatePayload(WireModel):
-    """``JOB_UPDATE``: changed fields of a job (None: unchanged)."""
+    """``JOB_UPDATE``: changed fields of a job (None: unchanged); ``run_limit_s`` is
+    the job's own run limit, s (LSF ``bmod -W``), also of a running job."""
 
     jobid: JobId
     priority: Priority | None = None
     queue: Name | None = None
+    run_limit_s: RunLimitS | None = None
 
 
 class QueueUpdatePayload(WireModel):

@@ -57,6 +57,11 @@ class JobStateDoc(WireModel):
     ``resreq`` and ``pend_reason`` are indexes into the object table; times are ns.
     ``preempted``: suspended by a preemption (the core resumes it);
     ``ignored_preemption``: it did not suspend when asked and is not chosen again.
+    ``run_limit_s``: the job's own run limit, s (None: not given);
+    ``suspended_ns``: time it spent suspended since its start, ns, suspensions ended
+    so far (the current one counts from ``suspend_ts``). Both are left out of the
+    document at their defaults, so a snapshot of a core that never saw them is
+    written as before the fields existed, and such a snapshot loads.
     """
 
     jobid: JobId
@@ -77,6 +82,8 @@ class JobStateDoc(WireModel):
     suspend_ts: TimestampNs = 0
     preempted: bool = False
     ignored_preemption: bool = False
+    run_limit_s: int | None = Field(default=None, ge=1, exclude_if=lambda value: value is None)
+    suspended_ns: int = Field(default=0, ge=0, exclude_if=lambda value: value == 0)
 
 
 class PreemptionDoc(WireModel):

@@ -34,6 +34,9 @@ REQUESTS = (
     "select[mem>",
 )
 
+#: Run limits random jobs carry, s (None: none given; in an update: unchanged).
+RUN_LIMITS = (None, None, 1, 5, 3600)
+
 operation = st.one_of(
     st.tuples(
         st.just("submit"),
@@ -41,6 +44,7 @@ operation = st.one_of(
         st.integers(-2, 2),
         st.sampled_from(QUEUES),
         st.sampled_from(REQUESTS),
+        st.sampled_from(RUN_LIMITS),
     ),
     st.tuples(st.just("round")),
     st.tuples(
@@ -50,7 +54,13 @@ operation = st.one_of(
     st.tuples(
         st.just("host"), st.integers(0, 6), st.integers(0, 6), st.sampled_from(list(HostStatus))
     ),
-    st.tuples(st.just("update"), st.integers(0, 50), st.integers(-3, 3), st.sampled_from(QUEUES)),
+    st.tuples(
+        st.just("update"),
+        st.integers(0, 50),
+        st.integers(-3, 3),
+        st.sampled_from(QUEUES),
+        st.sampled_from(RUN_LIMITS),
+    ),
 )
 
 TRANSITIONS = {
@@ -126,6 +136,7 @@ def event_for(core: SchedCore, op: tuple[Any, ...], step: int) -> dict[str, Any]
                         "priority": op[2],
                         "submit_ts": ts,
                         "resreq": op[4],
+                        "run_limit_s": op[5],
                     }
                 ]
             },
@@ -145,7 +156,7 @@ def event_for(core: SchedCore, op: tuple[Any, ...], step: int) -> dict[str, Any]
         return {
             "type": "JOB_UPDATE",
             "ts": ts,
-            "payload": {"jobid": jobid, "priority": op[2], "queue": op[3]},
+            "payload": {"jobid": jobid, "priority": op[2], "queue": op[3], "run_limit_s": op[4]},
         }
     source, target = TRANSITIONS[kind]
     if kind == "obey":  # a victim of a preemption in flight suspends, as asked

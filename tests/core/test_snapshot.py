@@ -298,3 +298,38 @@ def test_snapshot_of_many_jobs_round_trips() -> None:
     assert (
         save_snapshot(load_snapshot(saved, on_decision=lambda d: None)).model_dump_json() == saved
     )
+
+
+def test_run_limits_and_time_suspended_travel_in_the_snapshot() -> None:
+    sc = (
+        cluster()
+        .hosts_n(2)
+        .queue("normal")
+        .job(1, run_limit_s=600)
+        .job(2)
+        .job(3, run_limit_s=60, submit_s=1)
+        .build()
+    )
+    sc.round(1)
+    sc.state_change(1, JobState.SUSP, at_s=10)
+    sc.state_change(1, JobState.RUN, at_s=25)  # 15 s suspended
+    sc.push({"type": "JOB_UPDATE", "ts": 26 * NS, "payload": {"jobid": 2, "run_limit_s": 120}})
+    saved = save_snapshot(sc.core)
+    jobs = {job.jobid: (job.run_limit_s, job.suspended_ns) for job in saved.jobs}
+    assert jobs == {1: (600, 15 * NS), 2: (120, 0), 3: (60, 0)}
+    loaded = load_snapshot(saved.model_dump_json(), on_decision=lambda d: None)
+    assert save_snapshot(loaded).model_dump_json() == saved.model_dump_json()
+    assert fingerprint(loaded) == fingerprint(sc.core)
+
+
+def test_a_snapshot_without_run_limits_is_written_and_read_as_before_they_existed() -> None:
+    core, _ = busy_core()  # no job gives a run limit, none was resumed
+    data = save_snapshot(core).model_dump(mode="json")
+    assert not [
+        key for job in data["jobs"] for key in ("run_limit_s", "suspended_ns") if key in job
+    ]
+    loaded = load_snapshot(data, on_decision=lambda d: None)
+    assert {(job.run_limit_s, job.suspended_ns) for job in loaded.state.jobs.values()} == {
+        (None, 0)
+    }
+    assert fingerprint(loaded) == fingerprint(core)

@@ -54,6 +54,7 @@ CSV_HEADER = [
     "suspended_s",
     "killed_by_runlimit",
     "rejected",
+    "run_limit_s",
 ]
 
 GOOD_RECORD = "1 0 5 100 4 -1 -1 4 200 -1 1 3 2 7 1 1 -1 -1"
@@ -259,6 +260,38 @@ def test_sdsc_prefix_jobs_keep_trace_numbers_and_times(
         assert end - start == record.run_time
         tasks = record.requested_procs if record.requested_procs > 0 else record.allocated_procs
         assert int(row["tasks"]) == tasks == len(row["hosts"].split())
+        # --swf-estimate requested (the default): field 9, else the run time.
+        limit = record.requested_time if record.requested_time > 0 else max(record.run_time, 1)
+        assert int(row["run_limit_s"]) == limit
+
+
+def test_sdsc_prefix_with_exact_estimates_changes_the_limits_not_the_decisions(
+    sdsc_run: dict[str, Path],
+    trace_path: Callable[[str], Path],
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    jobs, events = tmp_path / "exact.csv", tmp_path / "exact.events.jsonl"
+    argv = ["--workload", str(trace_path(SDSC)), "--max-jobs", "2000", "--swf-estimate", "exact"]
+    assert run_cli(["simulate", *argv, "--quiet", "--jobs-out", str(jobs)], capsys)[0] == 0
+    header, rows = read_csv(jobs)
+    assert header == CSV_HEADER
+    assert all(
+        int(row["run_limit_s"]) == max(int(row["end_s"]) - int(row["start_s"]), 1) for row in rows
+    )
+    # No decision reads a run limit yet: every job starts as with requested times.
+    _, requested = read_csv(sdsc_run["jobs"])
+    assert [row["start_s"] for row in rows] == [row["start_s"] for row in requested]
+    assert [row["run_limit_s"] for row in rows] != [row["run_limit_s"] for row in requested]
+    # The event file submits each job with the limit simulate gives it.
+    assert run_cli(["events", *argv, "--out", str(events)], capsys)[0] == 0
+    pushed = {
+        job["jobid"]: job["run_limit_s"]
+        for line in events.read_bytes().splitlines()
+        if (event := orjson.loads(line))["type"] == "JOBS_PUSH"
+        for job in event["payload"]["jobs"]
+    }
+    assert pushed == {int(row["jobid"]): int(row["run_limit_s"]) for row in rows}
 
 
 def test_sdsc_prefix_decisions_are_identical_across_runs(
@@ -494,6 +527,10 @@ def test_bad_input_found_late_is_one_error_line(
         (["simulate", "--jobs", "0"], "--jobs"),
         (["simulate", "--max-jobs", "many"], "--max-jobs"),
         (["simulate", "--seed", "1.5"], "--seed"),
+        (["simulate", "--swf-estimate", "guess"], "--swf-estimate"),
+        (["emulate", "--swf-estimate", "Exact"], "--swf-estimate"),
+        (["events", "--swf-estimate", "", "--out", "x.jsonl"], "--swf-estimate"),
+        (["simulate", "--swf-estimate"], "--swf-estimate"),
         (["simulate", "--no-such-option"], "--no-such-option"),
         ([], "COMMAND"),
         (["replicate"], "replicate"),
@@ -507,6 +544,10 @@ def test_bad_input_found_late_is_one_error_line(
         "zero generated jobs",
         "max jobs not a number",
         "a fractional seed",
+        "an unknown run-limit estimate",
+        "an estimate in another case",
+        "an empty estimate",
+        "an estimate without its value",
         "an unknown option",
         "no command",
         "an unknown command",
@@ -520,6 +561,16 @@ def test_usage_errors(argv: list[str], option: str, capsys: pytest.CaptureFixtur
     (line,) = err.splitlines()
     assert line.startswith("xce-sched: error: ")
     assert option in line
+
+
+@pytest.mark.parametrize("command", ["simulate", "emulate", "events"])
+def test_an_unknown_run_limit_estimate_lists_the_known_ones(
+    command: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    _assert_one_error_line(
+        *run_cli([command, "--swf-estimate", "guess"], capsys),
+        "argument --swf-estimate: invalid choice: 'guess' (choose from 'requested', 'exact')",
+    )
 
 
 # --- ceilings, strict numbers, ignored inputs (one error line, before any work) ---------------
@@ -986,19 +1037,36 @@ def test_skipped_records_are_counted_by_reason_in_the_summary_and_the_report(
             "emulate --seed seeds only the generated workload; with --workload it changes "
             "nothing (the live core's seed is xce-core-service --prng-seed)",
         ),
+        (
+            ["simulate", "--jobs", "20", "--swf-estimate", "exact"],
+            "lublin-feitelson-2003(n_jobs=20, nodes=128, seed=1): --swf-estimate exact: no "
+            "record simulated gives a requested time (field 9 is -1 or 0 in every one), so its "
+            "run limits are the run times already",
+        ),
+        (
+            ["emulate", "--workload", "{unrequested}", "--swf-estimate", "exact"],
+            "{unrequested}: --swf-estimate exact: no record simulated gives a requested time "
+            "(field 9 is -1 or 0 in every one), so its run limits are the run times already",
+        ),
     ],
     ids=[
         "a snapshot interval without --record",
         "a snapshot interval of 0 without --record",
         "emulate --host-mem without --swf-memory",
         "emulate --seed with --workload",
+        "exact estimates of the generated workload",
+        "exact estimates of a trace without requested times",
     ],
 )
 def test_an_option_ignored_in_its_combination_is_refused(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], argv: list[str], message: str
 ) -> None:
     trace = str(_trace_with(tmp_path, "; MaxProcs: 8\n", GOOD_RECORD))
-    argv = [trace if arg == "{trace}" else arg for arg in argv]
+    unrequested = tmp_path / "unrequested.swf"
+    unrequested.write_text(f"; MaxProcs: 8\n{GOOD_RECORD.replace(' 200 ', ' -1 ')}\n")
+    names = {"{trace}": trace, "{unrequested}": str(unrequested)}
+    argv = [names.get(arg, arg) for arg in argv]
+    message = message.replace("{unrequested}", str(unrequested))
     _assert_one_error_line(*run_cli([*argv, "--quiet"], capsys), message)
 
 

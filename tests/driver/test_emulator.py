@@ -20,7 +20,14 @@ import orjson
 import pytest
 from xce_core.core import SchedCore
 from xce_core.errors import ConfigError
-from xce_driver.emulator import NS, ClusterEmulator, EventPriority, SimulationTimeError
+from xce_driver.emulator import (
+    NS,
+    ClusterEmulator,
+    EventPriority,
+    RunPlan,
+    SimulationTimeError,
+    job_request,
+)
 from xce_driver.recording import RecordingWriter
 from xce_driver.simulate import (
     SimulationResult,
@@ -37,12 +44,16 @@ from xce_schemas import (
     DecisionLine,
     End,
     Header,
+    JobSpec,
     JobsPush,
     JobStateChange,
+    JobUpdate,
+    QueueSpec,
     Snapshot,
     config_hash,
     parse_recording_line,
 )
+from xce_schemas.events import JobsPushPayload, JobUpdatePayload
 from xce_schemas.snapshot import CoreSnapshot
 
 SDSC_ORIGIN = 893_466_664  # SDSC-SP2's UnixStartTime: a realistic epoch origin
@@ -395,6 +406,43 @@ def test_finish_comes_before_submit_before_round_at_one_instant() -> None:
     assert emulator.stats.rounds == 4
     assert emulator.stats.events == len(events)
     assert emulator.stats.decisions == {"NEW_SESSION": 4, "DISPATCH": 3, "PEND": 1}
+
+
+def test_a_jobs_own_run_limit_is_submitted_and_recorded_but_kills_nothing() -> None:
+    jobs = [
+        SimJob(1, 0, 50, 1, "normal", "u1", run_limit_s=30),  # J1.S0.R50.T1, asked 30 s
+        J(2, 0, 10, 1),  # no limit of its own
+    ]
+    emulator, events, _ = _wire(jobs)
+    records = emulator.run()
+    (push,) = [event for event in events if isinstance(event, JobsPush)]
+    assert [(job.jobid, job.run_limit_s) for job in push.payload.jobs] == [(1, 30), (2, None)]
+    # Job 1 runs its run time, past its own limit: only a queue's limit kills.
+    assert (records[1].end_s, records[1].killed_by_runlimit) == (50, False)
+    assert (records[1].run_limit_s, records[2].run_limit_s) == (30, None)
+    queue = QueueSpec(name="normal", priority=30)
+    assert job_request(jobs[0], queue).run_limit_s == 30  # what emulate sends over NATS
+
+
+def test_run_limits_of_input_jobs_are_recorded_and_follow_job_updates() -> None:
+    core = SchedCore(on_decision=lambda d: emulator.on_decision(d), prng_seed=1)
+    wl = workload([])
+    spec = JobSpec(jobid=7, queue="normal", submit_ts=5 * NS, run_limit_s=40)
+    inputs: list[CoreEvent] = [
+        JobsPush(ts=5 * NS, payload=JobsPushPayload(jobs=(spec,))),
+        JobUpdate(ts=6 * NS, payload=JobUpdatePayload(jobid=7, run_limit_s=90)),
+    ]
+    emulator = ClusterEmulator(
+        [],
+        host_specs(1, 1),
+        scheduler_config(wl, "builtin_fcfs"),
+        core.push_event,
+        inputs=inputs,
+        run_plans={7: RunPlan(20 * NS)},
+    )
+    records = emulator.run()
+    assert (records[7].start_s, records[7].end_s, records[7].run_limit_s) == (5, 25, 90)
+    assert core.state.jobs == {}
 
 
 def test_job_larger_than_the_cluster_is_turned_away_by_the_controller() -> None:

@@ -754,3 +754,96 @@ def test_queue_map_numbers_are_ascii() -> None:
         str(error.value)
         == "queue map entry '1=express:５０': priority '５０' is not a whole number"
     )
+
+
+# --- run limits (--swf-estimate) -------------------------------------------------------------
+
+
+def with_request(record: SwfRecord, requested_time: int) -> SwfRecord:
+    return dataclasses.replace(record, requested_time=requested_time)
+
+
+ESTIMATE_RECORDS = (
+    with_request(rec(1, 0, 60, alloc=1), 100),  # asked 100 s, ran 60
+    with_request(rec(2, 0, 30, alloc=1), -1),  # no request: its run time
+    with_request(rec(3, 0, 0, alloc=1), 0),  # no request, ran 0 s: at least 1 s
+    with_request(rec(4, 0, 80, alloc=1), 50),  # ran past its request
+)
+
+
+@pytest.mark.parametrize(
+    ("estimate", "limits"),
+    [("requested", [100, 30, 1, 50]), ("exact", [60, 30, 1, 80])],
+    ids=["the requested time, else the run time", "the run time"],
+)
+def test_run_limit_by_estimate(estimate: str, limits: list[int]) -> None:
+    mapped = map_trace(trace(*ESTIMATE_RECORDS, MaxProcs="8"), estimate=estimate)
+    assert [job.run_limit_s for job in mapped.jobs] == limits
+    # A job runs its run time whatever its limit says.
+    assert [job.run_s for job in mapped.jobs] == [60, 30, 0, 80]
+
+
+def test_requested_is_the_default_estimate() -> None:
+    mapped = map_trace(trace(*ESTIMATE_RECORDS, MaxProcs="8"))
+    assert [job.run_limit_s for job in mapped.jobs] == [100, 30, 1, 50]
+
+
+def test_an_unknown_estimate_is_refused() -> None:
+    with pytest.raises(MappingError) as error:
+        map_trace(trace(*ESTIMATE_RECORDS, MaxProcs="8"), estimate="guess")
+    assert str(error.value) == "unknown run-limit estimate 'guess'; known: requested, exact"
+
+
+def test_a_negative_requested_time_is_an_error_only_where_it_is_read() -> None:
+    bad = at_line(with_request(rec(5, 10, 60, alloc=4), -3), 3)
+    swf = trace(ESTIMATE_RECORDS[0], bad, MaxProcs="8")
+    assert [job.run_limit_s for job in map_trace(swf, estimate="exact").jobs] == [60, 60]
+    with pytest.raises(MappingError) as error:
+        map_trace(swf)
+    assert str(error.value) == (
+        "t.swf:3: field 9 (requested_time): -3 is negative, and the format's only "
+        "negative value is -1 (unknown)"
+    )
+
+
+def test_a_requested_time_past_the_ceiling_names_file_line_and_field() -> None:
+    swf = trace(at_line(with_request(rec(1, 0, 10, alloc=1), 10**10), 4), MaxProcs="8")
+    assert [job.run_limit_s for job in map_trace(swf, estimate="exact").jobs] == [10]
+    with pytest.raises(MappingError) as error:
+        map_trace(swf)
+    assert str(error.value) == (
+        "t.swf:4: field 9 (requested_time): 10000000000 is too long; a run limit must stay "
+        "below 10,000,000,000 s"
+    )
+
+
+def test_exact_estimates_of_a_trace_without_requests_are_refused() -> None:
+    swf = trace(rec(1, 0, 10, alloc=1), with_request(rec(2, 0, 10, alloc=1), 0), MaxProcs="8")
+    assert [job.run_limit_s for job in map_trace(swf).jobs] == [10, 10]
+    with pytest.raises(MappingError) as error:
+        map_trace(swf, estimate="exact")
+    assert str(error.value) == (
+        "t.swf: --swf-estimate exact: no record simulated gives a requested time (field 9 "
+        "is -1 or 0 in every one), so its run limits are the run times already"
+    )
+
+
+@pytest.mark.parametrize(
+    ("max_jobs", "jobs", "past"),
+    [(2000, 1873, 121), (None, 54044, 4134)],
+    ids=["the first 2,000 records", "the whole trace"],
+)
+def test_sdsc_jobs_that_ran_past_their_request(
+    load_trace: Callable[[str], SwfTrace], max_jobs: int | None, jobs: int, past: int
+) -> None:
+    swf = load_trace("SDSC-SP2-1998-4.2-cln.swf.gz")
+    by_number = {record.job_number: record for record in swf.records}
+    requested = map_trace(swf, max_jobs=max_jobs)
+    exact = map_trace(swf, max_jobs=max_jobs, estimate="exact")
+    assert len(requested.jobs) == len(exact.jobs) == jobs
+    # SOURCES.md counts 4,134 records of SDSC-SP2 with run time > requested time.
+    assert sum(job.run_s > job.run_limit_s for job in requested.jobs) == past  # type: ignore[operator]
+    for job in requested.jobs:
+        asked = by_number[job.jobid].requested_time
+        assert job.run_limit_s == (asked if asked > 0 else max(job.run_s, 1))
+    assert all(job.run_limit_s == max(job.run_s, 1) for job in exact.jobs)

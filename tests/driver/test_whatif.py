@@ -441,6 +441,10 @@ def test_on_an_sdsc_prefix_the_base_recording_as_alt_gives_the_base_run_back(
             j: o for j, o in outcome(base_jobs).items() if j in result.records
         }
         assert result.moved() == [] and result.endless == [] and result.refused_count == 0
+        # Run limits come with the jobs, from the snapshot as from the later submissions.
+        limits = {jobid: record.run_limit_s for jobid, record in result.records.items()}
+        assert limits == {jobid: base_jobs[jobid].run_limit_s for jobid in result.records}
+        assert None not in limits.values()
 
 
 @pytest.mark.parametrize(

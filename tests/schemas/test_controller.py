@@ -70,6 +70,53 @@ def test_the_controller_sends_no_time_and_at_least_one_job(
     assert caught.value.errors()[0]["loc"][-1] == field
 
 
+def test_a_submitted_jobs_run_limit_reaches_the_core_event() -> None:
+    payload = parse_ctl_payload(
+        "jobs", b'{"jobs": [{"jobid": 1, "queue": "q", "run_limit_s": 3600}]}'
+    )
+    event = to_core_event("jobs", payload, 5)
+    assert event.type == "JOBS_PUSH" and event.payload.jobs[0].run_limit_s == 3600
+    update = to_core_event(
+        "job_update", parse_ctl_payload("job_update", b'{"jobid": 1, "run_limit_s": 60}'), 6
+    )
+    assert update.type == "JOB_UPDATE" and update.payload.run_limit_s == 60
+
+
+@pytest.mark.parametrize(
+    ("kind", "message", "where"),
+    [
+        (
+            "jobs",
+            {"jobs": [{"jobid": 1, "queue": "q", "run_limit_s": 0}]},
+            ("jobs", 0, "run_limit_s"),
+        ),
+        (
+            "jobs",
+            {"jobs": [{"jobid": 1, "queue": "q", "run_limit_s": -5}]},
+            ("jobs", 0, "run_limit_s"),
+        ),
+        (
+            "jobs",
+            {"jobs": [{"jobid": 1, "queue": "q", "run_limit_s": 1.5}]},
+            ("jobs", 0, "run_limit_s"),
+        ),
+        (
+            "jobs",
+            {"jobs": [{"jobid": 1, "queue": "q", "run_limit_s": "60"}]},
+            ("jobs", 0, "run_limit_s"),
+        ),
+        ("job_update", {"jobid": 1, "run_limit_s": 60.0}, ("run_limit_s",)),
+    ],
+    ids=["zero", "negative", "fraction", "string", "float in an update"],
+)
+def test_a_bad_run_limit_is_refused_by_the_controller_contract(
+    kind: str, message: dict[str, object], where: tuple[object, ...]
+) -> None:
+    with pytest.raises(ValidationError) as caught:
+        parse_ctl_payload(kind, message)
+    assert caught.value.errors()[0]["loc"] == where
+
+
 def test_subjects() -> None:
     assert ctl_subject("jobs") == "xce.ctl.jobs"
     assert ctl_decision_subject("DISPATCH") == "xce.ctl.decisions.DISPATCH"

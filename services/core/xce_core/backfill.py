@@ -30,6 +30,7 @@ from xce_schemas import SLOTS, BackfillPolicy, JobAlloc, PendingCode
 from xce_core.alloc.outcome import FOREVER, Reservation, Unsatisfied
 from xce_core.alloc.planner import earliest_start
 from xce_core.resreq.model import Resreq
+from xce_core.runtime import effective_run_limit_s, expected_end_ns
 from xce_core.state import ClusterState, Job, Queue
 
 NS = 1_000_000_000
@@ -72,18 +73,18 @@ def backfills(state: ClusterState) -> bool:
 
 
 def run_limit_ns(state: ClusterState, job: Job) -> int | None:
-    """The job's run limit, ns: its queue's ``run_limit_s``; None: not known."""
-    limit = state.queues[job.queue].run_limit_s
+    """The job's run limit in force, ns (``runtime.effective_run_limit_s``); None:
+    not known."""
+    limit = effective_run_limit_s(job, state.queues.get(job.queue))
     return None if limit is None else limit * NS
 
 
 def expected_end(state: ClusterState, job: Job, now: int) -> int:
-    """When a running job is expected to end, ns: start + run limit; a job past it
-    is expected to end now; one with no run limit never (``FOREVER``)."""
-    limit = run_limit_ns(state, job)
-    if limit is None:
-        return FOREVER
-    return max(now, job.start_ts + limit)
+    """When a running job is expected to end, ns (``runtime.expected_end_ns``: start
+    + run limit + time suspended; a job past it is expected to end now); one with no
+    run limit never (``FOREVER``)."""
+    end = expected_end_ns(job, state.queues.get(job.queue), now)
+    return FOREVER if end is None else end
 
 
 @dataclass(slots=True)

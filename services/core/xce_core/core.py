@@ -470,6 +470,7 @@ class SchedCore:
                 spec.submit_ts,
                 spec.submit_ts,
                 request=parse_resreq(spec.resreq),
+                run_limit_s=spec.run_limit_s,
             )
             self.state.jobs[job.jobid] = job
             self.picker.on_job_push(job)
@@ -540,7 +541,7 @@ class SchedCore:
                     f"job {job.jobid} cannot resume: {free or 0:g} {name} free {where}, "
                     f"it needs {amount:g}",
                 )
-        state.resume(job)
+        state.resume(job, ts)
 
     def _on_job_update(self, event: JobUpdate) -> None:
         payload = event.payload
@@ -551,6 +552,8 @@ class SchedCore:
             self._check_open(event.type, "payload.queue", payload.queue)
         if payload.priority is not None:
             job.priority = payload.priority
+        if payload.run_limit_s is not None:
+            job.run_limit_s = payload.run_limit_s
         if payload.queue is not None:
             running = job.state is JobState.RUN
             if running:
@@ -627,7 +630,7 @@ class SchedCore:
     def resume_preempted(self, session: SessionState) -> None:
         """Resume the preempted jobs whose hosts have room again (RESUME, SIGCONT); a
         session does it first."""
-        for job in self.preemptor.resume():
+        for job in self.preemptor.resume(session.start_ts):
             self.picker.on_job_state_change(job, JobState.RUN)
             self.on_decision(Resume(ts=session.start_ts, jobid=job.jobid))
 

@@ -22,7 +22,13 @@ from xce_core.errors import ConfigError
 
 
 class JobInfo(Protocol):
-    """A job as plugins see it. Plugins must not assign to any attribute."""
+    """A job as plugins see it. Plugins must not assign to any attribute.
+
+    Times are ns (``start_ts``, ``suspend_ts``: 0 before; ``suspended_ns``: time
+    suspended since its start, over suspensions ended so far). ``run_limit_s`` is
+    the job's own run limit, s (None: not given); ``xce_core.runtime`` gives the
+    one in force (its queue's too) and its expected end.
+    """
 
     @property
     def jobid(self) -> int: ...
@@ -46,6 +52,12 @@ class JobInfo(Protocol):
     def state(self) -> JobState: ...
     @property
     def start_ts(self) -> int: ...
+    @property
+    def suspend_ts(self) -> int: ...
+    @property
+    def suspended_ns(self) -> int: ...
+    @property
+    def run_limit_s(self) -> int | None: ...
 
 
 class QueueInfo(Protocol):
@@ -59,6 +71,8 @@ class QueueInfo(Protocol):
     def job_pick_plugin(self) -> str | None: ...
     @property
     def project_name(self) -> str | None: ...
+    @property
+    def run_limit_s(self) -> int | None: ...
 
 
 class HostInfo(Protocol):

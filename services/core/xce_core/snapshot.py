@@ -83,6 +83,8 @@ def save_snapshot(core: SchedCore) -> CoreSnapshot:
                 suspend_ts=j.suspend_ts,
                 preempted=j.preempted,
                 ignored_preemption=j.ignored_preemption,
+                run_limit_s=j.run_limit_s,
+                suspended_ns=j.suspended_ns,
             )
         )
     version, internal, gauss = core.prng.getstate()
@@ -245,6 +247,8 @@ def load_snapshot(
             j.suspend_ts,
             j.preempted,
             j.ignored_preemption,
+            run_limit_s=j.run_limit_s,
+            suspended_ns=j.suspended_ns,
         )
         if job.state is JobState.RUN:
             state.charge(job, 1)  # the queues' slot counts follow from running jobs

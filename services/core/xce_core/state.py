@@ -177,6 +177,11 @@ class Job:
             its hosts have room; a job the controller suspended on its own is not.
         ignored_preemption: it was a victim of a preemption given up because it did
             not suspend in time; it is not chosen as a victim again.
+        run_limit_s: its own run limit, s of running (LSF ``-W``; None: not given);
+            ``xce_core.runtime`` combines it with its queue's.
+        suspended_ns: time spent suspended since its start, ns, over the
+            suspensions ended so far (0 again at each start), so that the time it
+            has run is known (``xce_core.runtime.ran_ns``).
     """
 
     jobid: int
@@ -198,6 +203,8 @@ class Job:
     suspend_ts: int = 0
     preempted: bool = False
     ignored_preemption: bool = False
+    run_limit_s: int | None = None
+    suspended_ns: int = 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -401,6 +408,7 @@ class ClusterState:
         job.state = JobState.RUN
         job.pend_reason = None
         job.start_ts = ts
+        job.suspended_ns = 0
         self.charge(job, 1)
         self.preemptions.pop(job.jobid, None)
         ends = {item.from_ + item.duration for _, _, item in entries(alloc) if item.duration >= 0}
@@ -415,11 +423,12 @@ class ClusterState:
         self.release(job.alloc, skip=job.released)
         self.charge(job, -1)
 
-    def resume(self, job: Job) -> None:
-        """A suspended job runs again on its allocation: it takes back what it held
-        (the caller checked the room), is charged again, and is no longer waiting
-        for a resume."""
+    def resume(self, job: Job, ts: int) -> None:
+        """A suspended job runs again on its allocation at ``ts`` (ns): it takes back
+        what it held (the caller checked the room), is charged again, is no longer
+        waiting for a resume, and the time it was suspended is added up."""
         assert job.alloc is not None, f"job {job.jobid} is suspended without an allocation"
+        job.suspended_ns += ts - job.suspend_ts
         self.hold(job.alloc, skip=job.released)
         self.charge(job, 1)
         self.set_preempted(job, False)

@@ -83,6 +83,8 @@ from xce_driver.simulate import (
 from xce_driver.whatif import WhatIfOptions, WhatIfResult, what_if
 from xce_driver.workloads.lublin import generate_lublin
 from xce_driver.workloads.mapping import (
+    ESTIMATE_REQUESTED,
+    ESTIMATES,
     MAX_HOSTS,
     MAX_MEM_MB,
     MAX_SLOTS,
@@ -306,6 +308,14 @@ def _add_workload_options(sub: argparse.ArgumentParser) -> None:
         default=0,
         metavar="MB",
         help="memory of each host, MB (needed with --swf-memory; at most 2**40)",
+    )
+    sub.add_argument(
+        "--swf-estimate",
+        choices=ESTIMATES,
+        default=ESTIMATE_REQUESTED,
+        help="each job's run limit (what backfilling trusts): requested, the trace's "
+        "requested time (SWF field 9) when above 0, else its run time (default); exact, "
+        "its run time",
     )
     sub.add_argument(
         "--swf-queues",
@@ -602,6 +612,7 @@ def _load_workload(args: argparse.Namespace) -> tuple[MappedWorkload, str]:
         max_jobs=args.max_jobs,
         swf_memory=args.swf_memory,
         host_mem_mb=float(args.host_mem),
+        estimate=args.swf_estimate,
     )
     return workload, trace.source
 

@@ -76,6 +76,7 @@ from xce_schemas import (
     JobsPush,
     JobState,
     JobStateChange,
+    JobUpdate,
     Pend,
     PendingCode,
     Preempt,
@@ -147,6 +148,9 @@ class JobRecord:
         suspended_s: seconds it spent suspended in all.
         killed_by_runlimit: killed (EXIT) when its running time reached its
             queue's ``run_limit_s``; its ``end_s`` is then the kill time.
+        run_limit_s: the job's own run limit, s, as submitted (or last changed by a
+            ``JOB_UPDATE``); None: it gave none. An estimate for backfilling, not
+            a kill: only its queue's ``run_limit_s`` kills a job.
     """
 
     jobid: int
@@ -162,6 +166,7 @@ class JobRecord:
     times_resumed: int = 0
     suspended_s: int = 0
     killed_by_runlimit: bool = False
+    run_limit_s: int | None = None
 
     @property
     def left_suspended(self) -> bool:
@@ -304,6 +309,7 @@ def _request_fields(job: SimJob, queue: QueueSpec | None) -> dict[str, object]:
         "priority": job_priority(job, queue),
         "tasks": job.tasks,
         "resreq": job.resreq,
+        "run_limit_s": job.run_limit_s,
     }
 
 
@@ -352,7 +358,10 @@ class Workload:
         self._config = config
         self._queues: dict[str, QueueSpec] = {queue.name: queue for queue in config.queues}
         self.records = {
-            job.jobid: JobRecord(job.jobid, job.submit_s, job.run_s, job.tasks) for job in jobs
+            job.jobid: JobRecord(
+                job.jobid, job.submit_s, job.run_s, job.tasks, run_limit_s=job.run_limit_s
+            )
+            for job in jobs
         }
         self.stats = EmulatorStats()
 
@@ -501,10 +510,14 @@ class ClusterEmulator(Workload):
         self._queues = {name: queue.spec() for name, queue in core.state.queues.items()}
         history = history or {}
         for job in sorted(core.state.jobs.values(), key=lambda job: job.jobid):
-            record = self._record(job.jobid, job.submit_ts, job.tasks, job.queue)
+            record = self._record(job.jobid, job.submit_ts, job.tasks, job.queue, job.run_limit_s)
             known = history.get(job.jobid)
             if known is not None:
-                record = self.records[job.jobid] = replace(known, run_s=record.run_s)
+                # The core's job is what it is now (a JOB_UPDATE may have changed
+                # its run limit since it was submitted).
+                record = self.records[job.jobid] = replace(
+                    known, run_s=record.run_s, run_limit_s=job.run_limit_s
+                )
             if job.state is JobState.PEND:
                 self._pending += 1
                 reason = job.pend_reason
@@ -679,12 +692,16 @@ class ClusterEmulator(Workload):
             plan = RunPlan(job.run_s * NS)
         return plan
 
-    def _record(self, jobid: int, submit_ts: int, tasks: int, queue: str) -> JobRecord:
+    def _record(
+        self, jobid: int, submit_ts: int, tasks: int, queue: str, run_limit_s: int | None
+    ) -> JobRecord:
         """A new record for a job the core got from elsewhere than ``jobs`` (an input,
         or the adopted core); its ``run_s`` is its run plan's (0: not known)."""
         plan = self._plan(jobid)
         run_s = 0 if plan is None else plan.run_ns // NS
-        record = self.records[jobid] = JobRecord(jobid, self._s(submit_ts), run_s, tasks)
+        record = self.records[jobid] = JobRecord(
+            jobid, self._s(submit_ts), run_s, tasks, run_limit_s=run_limit_s
+        )
         self._queue_of[jobid] = queue
         return record
 
@@ -725,8 +742,10 @@ class ClusterEmulator(Workload):
             return False
         if isinstance(event, JobsPush):
             for spec in event.payload.jobs:
-                self._record(spec.jobid, spec.submit_ts, spec.tasks, spec.queue)
+                self._record(spec.jobid, spec.submit_ts, spec.tasks, spec.queue, spec.run_limit_s)
             self._pending += len(event.payload.jobs)
+        elif isinstance(event, JobUpdate) and event.payload.run_limit_s is not None:
+            self.records[event.payload.jobid].run_limit_s = event.payload.run_limit_s
         elif isinstance(event, ConfigPush):
             self._queues = {queue.name: queue for queue in event.payload.config.queues}
         elif isinstance(event, QueueUpdate):

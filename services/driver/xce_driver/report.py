@@ -165,6 +165,7 @@ CSV_COLUMNS = (
     "suspended_s",
     "killed_by_runlimit",
     "rejected",
+    "run_limit_s",
 )
 
 
@@ -175,7 +176,9 @@ def write_jobs_csv(records: Iterable[JobRecord], path: str | Path) -> None:
     ``hosts`` is the space-separated host names of its allocation;
     ``times_suspended`` and ``suspended_s`` (s) its preemptions; ``killed_by_runlimit``
     1 when its queue's run limit killed it, else 0; ``rejected`` empty, or why the
-    controller turned it away (``larger_than_cluster``, ``queue_closed``).
+    controller turned it away (``larger_than_cluster``, ``queue_closed``);
+    ``run_limit_s`` the job's own run limit, s (from a trace: its requested time, or
+    its run time, by ``--swf-estimate``), empty when it gave none.
     """
     with open(path, "w", newline="", encoding="utf-8") as handle:
         writer = csv.writer(handle)
@@ -193,5 +196,6 @@ def write_jobs_csv(records: Iterable[JobRecord], path: str | Path) -> None:
                     r.suspended_s,
                     int(r.killed_by_runlimit),
                     r.rejected_reason,
+                    "" if r.run_limit_s is None else r.run_limit_s,
                 ]
             )

@@ -225,7 +225,7 @@ class _BaseRun:
         self._ended: dict[int, JobState] = {}
         self.end_ts: int | None = None  # the END line's ts
         for job in first.jobs:
-            record = self._record(job.jobid, job.submit_ts, job.tasks, job.queue)
+            record = self._record(job.jobid, job.submit_ts, job.tasks, job.queue, job.run_limit_s)
             if job.state is JobState.PEND:
                 continue
             record.start_s = self._s(job.start_ts)
@@ -264,8 +264,12 @@ class _BaseRun:
     def _s(self, ts: int) -> int:
         return (ts - self.origin_ts) // NS
 
-    def _record(self, jobid: int, submit_ts: int, tasks: int, queue: str) -> JobRecord:
-        record = self._all[jobid] = JobRecord(jobid, self._s(submit_ts), 0, tasks)
+    def _record(
+        self, jobid: int, submit_ts: int, tasks: int, queue: str, run_limit_s: int | None
+    ) -> JobRecord:
+        record = self._all[jobid] = JobRecord(
+            jobid, self._s(submit_ts), 0, tasks, run_limit_s=run_limit_s
+        )
         self._queue_of[jobid] = queue
         if self._scope is not None:
             self._scope.add(jobid)
@@ -286,7 +290,7 @@ class _BaseRun:
         self.stats.events += counting
         if isinstance(event, JobsPush):
             for spec in event.payload.jobs:
-                self._record(spec.jobid, spec.submit_ts, spec.tasks, spec.queue)
+                self._record(spec.jobid, spec.submit_ts, spec.tasks, spec.queue, spec.run_limit_s)
         elif isinstance(event, JobStateChange):
             self._state_change(event.ts, event.payload.jobid, event.payload.state)
         elif isinstance(event, ConfigPush):

@@ -146,10 +146,11 @@ class Preemptor:
         self.made += 1
         return Preempt(ts=session.start_ts, preempting_jobid=job.jobid, victim_jobids=plan.victims)
 
-    def resume(self) -> list[Job]:
-        """Resume every preempted job whose hosts have room again, unless a pending
-        job of higher priority waits for that room: each takes back what it held and
-        runs. Returns them in resume order (the core emits a RESUME for each)."""
+    def resume(self, now: int) -> list[Job]:
+        """Resume, at ``now`` (ns), every preempted job whose hosts have room again,
+        unless a pending job of higher priority waits for that room: each takes back
+        what it held and runs. Returns them in resume order (the core emits a RESUME
+        for each)."""
         state = self.state
         waiting: Waiting | None = None
         resumed = []
@@ -160,7 +161,7 @@ class Preemptor:
                 waiting = Waiting(state)
             if waiting.blocker(job) is not None:
                 continue
-            state.resume(job)
+            state.resume(job, now)
             job.state = JobState.RUN
             resumed.append(job)
         return resumed

@@ -7,6 +7,15 @@ Defaults (each one overridable from the command line):
 * a job's tasks: the requested processors (field 8), else the allocated ones
   (field 5);
 * its run time: the trace's run time (field 4), in whole seconds;
+* its run limit (``SimJob.run_limit_s``, LSF ``-W``: what backfilling trusts as
+  its estimate), by the estimate mode (``ESTIMATES``): ``requested`` (the default)
+  takes the user's requested time (field 9) when above 0, else the run time;
+  ``exact`` takes the run time (a perfect estimate). A run limit is at least 1 s,
+  so a job of run time 0 gets 1. In a simulation the job still runs its run time,
+  past its limit too (SDSC-SP2 holds 4,134 jobs that ran longer than requested):
+  only its queue's ``run_limit_s`` kills it. A trace without requests (the
+  generated workload, NASA-iPSC, the Lublin files: field 9 is -1 throughout) gets
+  exact limits in both modes;
 * its queue: ``normal``, unless a queue map sends the trace's queue numbers
   (field 15) elsewhere;
 * its job priority: its queue's priority. SWF has no job priority field, and the
@@ -37,8 +46,9 @@ other one either); -1 reads as absent. With a host count the header's machine si
 is not read at all, so a host count runs such a trace.
 
 Options that would change nothing are errors rather than silently ignored: a queue
-map none of whose numbers is the queue of a simulated record, and ``swf_memory``
-when no simulated record gives a requested memory (field 10).
+map none of whose numbers is the queue of a simulated record, ``swf_memory``
+when no simulated record gives a requested memory (field 10), and the ``exact``
+estimate when no simulated record gives a requested time (field 9).
 
 A simulated job keeps the trace's job number as its jobid, so results can be compared
 job by job with other simulators.
@@ -49,7 +59,8 @@ Ceilings, checked before anything is built (a value beyond one is an error namin
 * slots per host, and hosts × slots per host: ``MAX_SLOTS`` (2**31 - 1, the wire's
   32-bit counts), as are a job's processors (fields 5 and 8);
 * times: ``UnixStartTime`` + submit time + run time below ``MAX_TIME_S`` (10**10 s,
-  the year 2286), so every event time in ns fits 64 bits with room to spare;
+  the year 2286), so every event time in ns fits 64 bits with room to spare; a
+  requested time used as a run limit below ``MAX_TIME_S`` too;
 * job numbers and user ids: ``MAX_ID`` (2**64 - 1);
 * a job's requested memory with ``swf_memory``: ``MAX_MEM_MB`` (2**40 MB) per task.
 
@@ -82,6 +93,11 @@ MAX_TIME_S = 10**10
 MAX_ID = 2**64 - 1
 #: Most memory a host offers or a task reserves, MB (2**40 MB, one exabyte).
 MAX_MEM_MB = 2**40
+
+#: Estimate modes: where a job's run limit comes from (see the module docstring).
+ESTIMATE_REQUESTED = "requested"
+ESTIMATE_EXACT = "exact"
+ESTIMATES = (ESTIMATE_REQUESTED, ESTIMATE_EXACT)
 
 #: Why a record is skipped, in the order they are tested: a record is counted under
 #: the first that applies. These are the keys of ``MappedWorkload.skipped``.
@@ -116,6 +132,8 @@ class SimJob:
         priority: job priority (LSF ``-sp``); None: its queue's priority, resolved
             at submission from the queue definitions (SWF has no job priority;
             see the module docstring).
+        run_limit_s: its run limit, s (LSF ``-W``; see the module docstring for
+            where a trace's comes from); None: none given (its queue's applies).
     """
 
     jobid: int
@@ -126,6 +144,7 @@ class SimJob:
     user: str
     resreq: str = ""
     priority: int | None = None
+    run_limit_s: int | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -238,6 +257,7 @@ def map_trace(
     max_jobs: int | None = None,
     swf_memory: bool = False,
     host_mem_mb: float = 0.0,
+    estimate: str = ESTIMATE_REQUESTED,
 ) -> MappedWorkload:
     """Map an SWF trace onto jobs and a cluster (the defaults of this module).
 
@@ -256,6 +276,8 @@ def map_trace(
             processor) the request ``rusage[mem=<MB>]``, reserved per task.
         host_mem_mb: memory of each host, MB (needed with ``swf_memory``; at most
             ``MAX_MEM_MB``).
+        estimate: where run limits come from, one of ``ESTIMATES``: ``requested``
+            (field 9 when above 0, else the run time) or ``exact`` (the run time).
 
     Raises:
         MappingError: no host count given and none valid in the header; a cluster
@@ -264,7 +286,8 @@ def map_trace(
             appears twice; a negative value other than -1 in a field the mapping
             reads; a value of a kept record beyond its ceiling, named by file, line
             and field: ``t.swf:12: field 4 (run_time): 9999999999 is too long;
-            ...``; or a ``queue_map`` or ``swf_memory`` that changes no job.
+            ...``; an unknown ``estimate``; or a ``queue_map``, ``swf_memory`` or
+            ``exact`` estimate that changes no job.
     """
     size_key = None
     if hosts is None:
@@ -283,6 +306,11 @@ def map_trace(
             f"{hosts:,} hosts{given} × {slots_per_host:,} slots per host = "
             f"{hosts * slots_per_host:,} slots, more than the ceiling of {MAX_SLOTS:,}"
         )
+    if estimate not in ESTIMATES:
+        raise MappingError(
+            f"unknown run-limit estimate {estimate!r}; known: {', '.join(ESTIMATES)}"
+        )
+    requested = estimate == ESTIMATE_REQUESTED
     if swf_memory and host_mem_mb <= 0:
         raise MappingError("--swf-memory needs --host-mem MB, the memory of each host")
     if not 0 <= host_mem_mb <= MAX_MEM_MB:
@@ -303,19 +331,25 @@ def map_trace(
     seen: set[int] = set()
     skipped = dict.fromkeys(SKIP_REASONS, 0)
     queue_numbers: set[int] = set()
+    requests = 0  # kept records with a requested time (field 9 above 0)
     for record in records:
         if record.job_number in seen:
             raise MappingError(f"{trace.source}: job number {record.job_number} appears twice")
         seen.add(record.job_number)
-        _check_negatives(record, trace.source, swf_memory)
+        _check_negatives(record, trace.source, swf_memory, requested)
         tasks_field = 8 if record.requested_procs > 0 else 5
         tasks = record.requested_procs if tasks_field == 8 else record.allocated_procs
         reason = _skip_reason(record, tasks)
         if reason is not None:
             skipped[reason] += 1
             continue
-        _check_record(record, trace.source, origin, tasks_field, swf_memory)
+        _check_record(record, trace.source, origin, tasks_field, swf_memory, requested)
         queue_numbers.add(record.queue_number)
+        requests += record.requested_time > 0
+        # A run limit is at least 1 s: a job of run time 0 gets 1.
+        run_limit = max(record.run_time, 1)
+        if requested and record.requested_time > 0:
+            run_limit = record.requested_time
         user = f"u{record.user_id}" if record.user_id >= 0 else "nobody"
         resreq = ""
         if swf_memory and record.requested_memory_kb > 0:
@@ -329,11 +363,14 @@ def map_trace(
                 queue=queue_map(record.queue_number),
                 user=user,
                 resreq=resreq,
+                run_limit_s=run_limit,
             )
         )
     jobs.sort(key=lambda job: (job.submit_s, job.jobid))
     if jobs:
-        _check_effect(trace.source, jobs, queue_numbers, queue_map, swf_memory)
+        _check_effect(
+            trace.source, jobs, queue_numbers, queue_map, swf_memory, not requested and not requests
+        )
     return MappedWorkload(
         jobs=tuple(jobs),
         skipped=skipped,
@@ -376,13 +413,18 @@ def _where(record: SwfRecord, source: str) -> str:
     return f"{source}:{record.line}" if record.line else f"{source} (job {record.job_number})"
 
 
-def _check_negatives(record: SwfRecord, source: str, swf_memory: bool) -> None:
-    """A negative value in a field the mapping reads is -1 (unknown), nothing else.
+def _check_negatives(record: SwfRecord, source: str, swf_memory: bool, requested: bool) -> None:
+    """A negative value in a field the mapping reads is -1 (unknown), nothing else
+    (field 10 is read with ``swf_memory``, field 9 with the ``requested`` estimate).
 
     Raises:
         MappingError: ``file:line: field N (name): -4 is negative ...``.
     """
-    names = (*_UNKNOWN_OR_NATURAL, "requested_memory_kb") if swf_memory else _UNKNOWN_OR_NATURAL
+    names: tuple[str, ...] = _UNKNOWN_OR_NATURAL
+    if swf_memory:
+        names = (*names, "requested_memory_kb")
+    if requested:
+        names = (*names, "requested_time")
     for name in names:
         value = getattr(record, name)
         if value < 0 and value != -1:
@@ -410,8 +452,10 @@ def _check_effect(
     queue_numbers: set[int],
     queue_map: QueueMap | None,
     swf_memory: bool,
+    exact_without_requests: bool,
 ) -> None:
-    """A queue map or ``swf_memory`` that would change no job is refused, not ignored.
+    """A queue map, ``swf_memory`` or ``exact`` estimate that would change no job is
+    refused, not ignored.
 
     Args:
         source: the trace, for messages.
@@ -419,10 +463,13 @@ def _check_effect(
         queue_numbers: the queue numbers (field 15) of their records.
         queue_map: the map given, or None.
         swf_memory: whether requested memory is reserved.
+        exact_without_requests: the ``exact`` estimate was asked for and no job's
+            record gives a requested time (field 9), so its limits are the run times
+            under either estimate.
 
     Raises:
-        MappingError: no job's queue number is one the map names, or no job got a
-            memory request.
+        MappingError: no job's queue number is one the map names, no job got a
+            memory request, or ``exact_without_requests``.
     """
     if (
         queue_map is not None
@@ -441,10 +488,20 @@ def _check_effect(
             f"{source}: --swf-memory: no record simulated gives a requested memory "
             "(field 10 is -1 or 0 in every one)"
         )
+    if exact_without_requests:
+        raise MappingError(
+            f"{source}: --swf-estimate exact: no record simulated gives a requested time "
+            "(field 9 is -1 or 0 in every one), so its run limits are the run times already"
+        )
 
 
 def _check_record(
-    record: SwfRecord, source: str, origin: int, tasks_field: int, swf_memory: bool
+    record: SwfRecord,
+    source: str,
+    origin: int,
+    tasks_field: int,
+    swf_memory: bool,
+    requested: bool,
 ) -> None:
     """Check the values of a record that becomes a job against the module's ceilings.
 
@@ -477,6 +534,11 @@ def _check_record(
         raise MappingError(
             f"{where}: field 5 (allocated_procs): {record.allocated_procs} is more than "
             f"{MAX_SLOTS:,} processors"
+        )
+    if requested and record.requested_time >= MAX_TIME_S:
+        raise MappingError(
+            f"{where}: field 9 (requested_time): {record.requested_time} is too long; a run "
+            f"limit must stay below {MAX_TIME_S:,} s"
         )
     if record.user_id > MAX_ID:
         raise MappingError(f"{where}: field 12 (user_id): {record.user_id} is more than {MAX_ID:,}")
