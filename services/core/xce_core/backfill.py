@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 from xce_schemas import SLOTS, BackfillPolicy, JobAlloc, PendingCode
 
 from xce_core.alloc.outcome import FOREVER, Reservation, Unsatisfied
-from xce_core.alloc.planner import earliest_start
+from xce_core.alloc.planner import Planner
 from xce_core.resreq.model import Resreq
 from xce_core.runtime import effective_run_limit_s, expected_end_ns
 from xce_core.state import ClusterState, Job, Queue
@@ -104,7 +104,7 @@ class ReservationBook:
     blocked_by: int | None = None
     _held: list[dict[str, int]] = field(default_factory=list)  # phantom, per reservation
     _made: dict[str | None, int] = field(default_factory=dict)  # reservations, per domain
-    _ends: list[tuple[int, Job]] | None = None
+    _planner: Planner | None = None
 
     # --- reserving -------------------------------------------------------------------
 
@@ -120,7 +120,7 @@ class ReservationBook:
         policy: Policy,
         check_cancel: Callable[[], None],
     ) -> Reservation | None:
-        """Reserve room for a blocked job at its earliest start (``planner``), hold
+        """Reserve room for a blocked job at its earliest start (``Planner``), hold
         the part of it free now, and count it in its policy's domain; None when it
         fits at no instant in view.
 
@@ -128,16 +128,11 @@ class ReservationBook:
             SessionCancelled: the session was cancelled (nothing was held).
         """
         state = self.state
-        reservation = earliest_start(
-            state,
-            job,
-            request,
-            self.now,
-            run_limit_ns(state, job),
-            self.ends(),
-            self.reservations,
-            self.phantom,
-            check_cancel,
+        if self._planner is None:
+            ends = [(expected_end(state, j, self.now), j) for j in state.running.values()]
+            self._planner = Planner(state, self.now, ends, self.phantom)
+        reservation = self._planner.earliest_start(
+            job, request, run_limit_ns(state, job), self.reservations, check_cancel
         )
         self._made[policy.domain] = self._made.get(policy.domain, 0) + 1
         if reservation is None:
@@ -154,15 +149,10 @@ class ReservationBook:
         self._held.append(held)
         return reservation
 
-    def ends(self) -> list[tuple[int, Job]]:
-        """Every running job with its expected end, sorted by end (then jobid)."""
-        if self._ends is None:
-            state, now = self.state, self.now
-            self._ends = sorted(
-                ((expected_end(state, job, now), job) for job in state.running.values()),
-                key=lambda pair: (pair[0], pair[1].jobid),
-            )
-        return self._ends
+    def started(self, job: Job) -> None:
+        """A job started this session: the planner's view holds it until its end."""
+        if self._planner is not None:
+            self._planner.started(job, expected_end(self.state, job, self.now))
 
     # --- allocating around reservations ------------------------------------------------
 

@@ -262,6 +262,8 @@ class Session:
         core, ts = self.core, self.state.start_ts
         if outcome.__class__ is JobAlloc:
             core.state.start(job, outcome, ts)
+            if self.state.book is not None:
+                self.state.book.started(job)
             core.picker.on_dispatch(job.jobid)
             core.on_decision(Dispatch(ts=ts, jobid=job.jobid, alloc=outcome))
             return

@@ -31,109 +31,129 @@ both counted, which may put a reservation later than it need be, never too early
 
 from __future__ import annotations
 
+import bisect
 from collections.abc import Callable, Iterable, Sequence
 
-from xce_schemas import SLOTS, HostStatus, JobAlloc
+from xce_schemas import SLOTS, JobAlloc
 
 from xce_core.alloc.job import allocate_job
 from xce_core.alloc.outcome import FOREVER, Placement, Reservation
 from xce_core.alloc.records import build_records
 from xce_core.resreq.model import Resreq
-from xce_core.state import ClusterState, Host, Job
+from xce_core.state import ClusterState, Job
 
 
-def earliest_start(
-    state: ClusterState,
-    job: Job,
-    request: Resreq,
-    now: int,
-    run_ns: int | None,
-    ends: Sequence[tuple[int, Job]],
-    reservations: Iterable[Reservation],
-    phantom: dict[str, int],
-    check_cancel: Callable[[], None],
-) -> Reservation | None:
-    """The earliest start of ``job`` from ``now`` on, and the hosts it would take.
+class Planner:
+    """One session's view of the future, on the real state itself: each
+    ``earliest_start`` lets time pass there (running jobs give back at their
+    expected ends, reservations hold their windows, the session's phantom holds are
+    lifted), allocates, and puts everything back as it was, so no copy of the
+    cluster is ever made.
 
     Args:
-        state: the real cluster state (read only).
-        job: the job to place; ``request`` its parsed resource requirement.
+        state: the cluster state (changed only inside ``earliest_start``, and back).
         now: the session's time, ns.
-        run_ns: its run limit, ns (None: not known; its window never ends).
-        ends: every running job with its expected end (ns; ``FOREVER`` for none),
-            sorted by end.
-        reservations: the reservations made before it (their windows are taken).
-        phantom: free slots the session holds for reservations, by host (they are
-            not running jobs': the copy shows them free).
-        check_cancel: the session's cancellation point.
-
-    Returns:
-        Its reservation, or None when it fits at no instant in view (it can never
-        run, or only once jobs with no run limit end).
-
-    Raises:
-        SessionCancelled: the session was cancelled; nothing was changed.
+        ends: every running job with its expected end (ns; ``FOREVER`` for none).
+        phantom: the free slots the session holds for reservations now, by host
+            (the book's own dict: it is read at each search).
     """
-    length = FOREVER if run_ns is None else run_ns
-    standing = list(reservations)
-    times = sorted(
-        {now}
-        | {end for end, _ in ends if now < end < FOREVER}
-        | {r.until for r in standing if now < r.until < FOREVER}
-    )
-    copy = _Copy(state, phantom)
-    released = 0
-    for at in times:
-        check_cancel()
-        while released < len(ends) and ends[released][0] <= at:
-            copy.give_back(ends[released][1])
-            released += 1
-        window_end = at + length
-        copy.reserve([r for r in standing if r.overlaps(at, window_end)])
-        alloc = allocate_job(job, request, copy.state, check_cancel, copy.build)
-        if isinstance(alloc, JobAlloc):
-            copy.state.release(alloc)
-            hosts = tuple(
-                (host.host, int(sum(item.value for item in host.allocs if item.name == SLOTS)))
-                for host in alloc.hosts
-            )
-            end = None if run_ns is None else at + run_ns
-            return Reservation(job.jobid, at, end, hosts, running=released)
-    return None
 
-
-class _Copy:
-    """A private copy of the hosts: the busiest now first (a reservation takes busy
-    hosts before free ones), with running use as it is now (less the session's
-    phantom holds) and the room of reservations held on top."""
-
-    def __init__(self, state: ClusterState, phantom: dict[str, int]) -> None:
-        copy = self.state = ClusterState(
-            config=state.config,
-            resources=state.resources,
-            resvals=state.resvals,
-            shared_in_use=dict(state.shared_in_use),
-            capacity=state.capacity,
-        )
-        order = sorted(state.host_order, key=lambda host: (-_busy(host, phantom), host.position))
-        for host in order:
-            twin = copy.add_host(
-                host.name, host.slots, host.status, host.type, host.model, host.max_mem
-            )
-            twin.reserved = dict(host.reserved)
-            copy.take_slots(twin, host.used - phantom.get(host.name, 0))
-        copy.capacity = state.capacity  # a job larger than the cluster stays so
-        self._held: dict[str, int] = {}  # slots reservations hold, by host
+    def __init__(
+        self,
+        state: ClusterState,
+        now: int,
+        ends: Iterable[tuple[int, Job]],
+        phantom: dict[str, int],
+    ) -> None:
+        self.state = state
+        self.now = now
+        self._phantom = phantom
+        self._ends = sorted(ends, key=lambda pair: (pair[0], pair[1].jobid))
         self._instids = iter(range(1, 1 << 62))
 
-    def give_back(self, job: Job) -> None:
-        """A running job has ended by now: what it holds is free."""
-        assert job.alloc is not None
-        self.state.release(job.alloc, skip=job.released)
+    def started(self, job: Job, end: int) -> None:
+        """A job started this session; it runs until ``end`` (ns)."""
+        bisect.insort(self._ends, (end, job), key=lambda pair: (pair[0], pair[1].jobid))
 
-    def reserve(self, reservations: Sequence[Reservation]) -> None:
-        """Hold the room of exactly ``reservations`` (no more than a host has free:
-        a host still busy then is not free for the job either way)."""
+    def earliest_start(
+        self,
+        job: Job,
+        request: Resreq,
+        run_ns: int | None,
+        reservations: Sequence[Reservation],
+        check_cancel: Callable[[], None],
+    ) -> Reservation | None:
+        """The earliest start of ``job`` from now on, and the hosts it would take.
+
+        Args:
+            job: the job to place; ``request`` its parsed resource requirement.
+            run_ns: its run limit, ns (None: not known; its window never ends).
+            reservations: the reservations made before it (their windows are taken).
+            check_cancel: the session's cancellation point.
+
+        Returns:
+            Its reservation, or None when it fits at no instant in view (it can
+            never run, or only once jobs with no run limit end).
+
+        Raises:
+            SessionCancelled: the session was cancelled; the state is as it was.
+        """
+        length = FOREVER if run_ns is None else run_ns
+        state, ends, now = self.state, self._ends, self.now
+        times = sorted(
+            {now}
+            | {end for end, _ in ends if now < end < FOREVER}
+            | {r.until for r in reservations if now < r.until < FOREVER}
+        )
+        phantom = dict(self._phantom)
+        for name, slots in phantom.items():
+            state.give_slots(state.hosts[name], slots)
+        # Rule 1: a reservation takes hosts busy now before hosts free now.
+        state.free_index.prefer(tuple(h.position for h in state.host_order if h.used))
+        window = _Window(state)
+        released = 0
+        try:
+            for at in times:
+                check_cancel()
+                while released < len(ends) and ends[released][0] <= at:
+                    ended = ends[released][1]
+                    assert ended.alloc is not None
+                    state.release(ended.alloc, skip=ended.released)
+                    released += 1
+                window.hold([r for r in reservations if r.overlaps(at, at + length)])
+                alloc = allocate_job(job, request, state, check_cancel, self._build)
+                if isinstance(alloc, JobAlloc):
+                    state.release(alloc)
+                    hosts = tuple(
+                        (h.host, int(sum(item.value for item in h.allocs if item.name == SLOTS)))
+                        for h in alloc.hosts
+                    )
+                    end = None if run_ns is None else at + run_ns
+                    return Reservation(job.jobid, at, end, hosts, running=released)
+            return None
+        finally:  # everything back as it was
+            state.free_index.prefer(())
+            window.hold(())
+            for _, ended in ends[:released]:
+                assert ended.alloc is not None
+                state.hold(ended.alloc, skip=ended.released)
+            for name, slots in phantom.items():
+                state.take_slots(state.hosts[name], slots)
+
+    def _build(self, placement: Placement) -> JobAlloc:
+        return build_records(0, placement, 0, self._instids.__next__)
+
+
+class _Window:
+    """The room reservations hold over a search's window, on the state (no more
+    than a host has free: a host still busy then is not free for the job either)."""
+
+    def __init__(self, state: ClusterState) -> None:
+        self.state = state
+        self._held: dict[str, int] = {}
+
+    def hold(self, reservations: Sequence[Reservation]) -> None:
+        """Hold the room of exactly ``reservations``."""
         wanted: dict[str, int] = {}
         for reservation in reservations:
             for name, slots in reservation.hosts:
@@ -141,19 +161,8 @@ class _Copy:
         state = self.state
         for name in sorted(set(self._held) | set(wanted)):
             host = state.hosts[name]
-            host.used -= self._held.pop(name, 0)
+            state.give_slots(host, self._held.pop(name, 0))
             take = min(wanted.get(name, 0), max(0, host.slots - host.used))
-            host.used += take
             if take:
+                state.take_slots(host, take)
                 self._held[name] = take
-            state.take_slots(host, 0)  # re-index the host's free slots
-
-    def build(self, placement: Placement) -> JobAlloc:
-        return build_records(0, placement, 0, self._instids.__next__)
-
-
-def _busy(host: Host, phantom: dict[str, int]) -> int:
-    """Slots running jobs use on ``host`` now (the phantom holds are not theirs)."""
-    if host.status is not HostStatus.OK:
-        return 0
-    return host.used - phantom.get(host.name, 0)
