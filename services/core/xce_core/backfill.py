@@ -29,7 +29,7 @@ from xce_schemas import SLOTS, BackfillPolicy, JobAlloc, PendingCode
 
 from xce_core.alloc.outcome import FOREVER, Reservation, Unsatisfied
 from xce_core.alloc.planner import Planner
-from xce_core.resreq.model import Resreq
+from xce_core.resreq.model import EMPTY, Resreq
 from xce_core.runtime import effective_run_limit_s, expected_end_ns
 from xce_core.state import ClusterState, Job, Queue
 
@@ -172,6 +172,8 @@ class ReservationBook:
         for index in open_:
             for name, slots in self._held[index].items():
                 given[name] = given.get(name, 0) + slots
+        if _plain(job) and state.free_index.total_free + sum(given.values()) < job.tasks:
+            return allocate()  # too few slots even with that room: no need to open it
         for name, slots in given.items():
             state.give_slots(state.hosts[name], slots)
         state.free_index.prefer(tuple(sorted(state.hosts[name].position for name in given)))
@@ -205,6 +207,9 @@ class ReservationBook:
         if not self.phantom:
             return None
         state = self.state
+        if _plain(job):  # slots only: it fits when the free slots add up (O(1))
+            fits = state.free_index.total_free + sum(self.phantom.values()) >= job.tasks
+            return self._reserved_for(job) if fits else None
         for name, slots in self.phantom.items():
             state.give_slots(state.hosts[name], slots)
         try:
@@ -216,7 +221,11 @@ class ReservationBook:
                 state.take_slots(state.hosts[name], slots)
         if not isinstance(outcome, JobAlloc):
             return None
-        limit = run_limit_ns(state, job)
+        return self._reserved_for(job)
+
+    def _reserved_for(self, job: Job) -> Unsatisfied:
+        """RESERVED: the jobs whose reservations start before ``job`` would end."""
+        limit = run_limit_ns(self.state, job)
         end = FOREVER if limit is None else self.now + limit
         ahead = sorted(r.jobid for r in self.reservations if r.start_ts < end)
         jobs = f"job{'s' if len(ahead) > 1 else ''} {', '.join(map(str, ahead))}"
@@ -237,6 +246,12 @@ class ReservationBook:
         self.phantom.clear()
         for held in self._held:
             held.clear()
+
+
+def _plain(job: Job) -> bool:
+    """Whether the job asks for slots only (no select, rusage, span, ...): then it
+    fits wherever enough slots are free, which is known without allocating."""
+    return job.request == EMPTY
 
 
 def _slots_by_host(alloc: JobAlloc) -> dict[str, int]:

@@ -32,15 +32,16 @@ both counted, which may put a reservation later than it need be, never too early
 from __future__ import annotations
 
 import bisect
+import heapq
 from collections.abc import Callable, Iterable, Sequence
 
-from xce_schemas import SLOTS, JobAlloc
+from xce_schemas import SLOTS, HostStatus, JobAlloc
 
 from xce_core.alloc.job import allocate_job
 from xce_core.alloc.outcome import FOREVER, Placement, Reservation
 from xce_core.alloc.records import build_records
-from xce_core.resreq.model import Resreq
-from xce_core.state import ClusterState, Job
+from xce_core.resreq.model import EMPTY, Resreq
+from xce_core.state import ClusterState, Host, Job, entries
 
 
 class Planner:
@@ -70,6 +71,8 @@ class Planner:
         self._phantom = phantom
         self._ends = sorted(ends, key=lambda pair: (pair[0], pair[1].jobid))
         self._instids = iter(range(1, 1 << 62))
+        # Plain requests on one-slot hosts are planned by counting (``_Counted``).
+        self._counted = _Counted(state) if all(h.slots == 1 for h in state.host_order) else None
 
     def started(self, job: Job, end: int) -> None:
         """A job started this session; it runs until ``end`` (ns)."""
@@ -105,6 +108,10 @@ class Planner:
             | {end for end, _ in ends if now < end < FOREVER}
             | {r.until for r in reservations if now < r.until < FOREVER}
         )
+        if self._counted is not None and request == EMPTY:
+            return self._counted.earliest_start(
+                job, run_ns, times, ends, reservations, self._phantom, check_cancel
+            )
         phantom = dict(self._phantom)
         for name, slots in phantom.items():
             state.give_slots(state.hosts[name], slots)
@@ -166,3 +173,110 @@ class _Window:
             if take:
                 state.take_slots(host, take)
                 self._held[name] = take
+
+
+class _Counted:
+    """``earliest_start`` for a plain request (slots only) on a cluster of one-slot
+    hosts, by counting instead of allocating: there a job fits when enough hosts are
+    free, and the allocator takes them in the order the generic search offers them
+    (busy-now hosts first, then free-now hosts, each in host order), so the same
+    reservation comes out without touching the state (tests/core/test_planner.py
+    checks both against each other). This is the textbook's case and the common one
+    in trace simulation, where the generic search would release and re-hold every
+    running job at every search.
+    """
+
+    def __init__(self, state: ClusterState) -> None:
+        self.state = state
+        self._frees: dict[int, list[str]] = {}  # jobid → the ok hosts it frees on ending
+
+    def _freed(self, job: Job) -> list[str]:
+        freed = self._frees.get(job.jobid)
+        if freed is None:
+            assert job.alloc is not None
+            hosts = self.state.hosts
+            freed = self._frees[job.jobid] = [
+                where
+                for key, where, item in entries(job.alloc)
+                if where is not None
+                and item.name == SLOTS
+                and item.value > 0
+                and key not in job.released
+                and hosts[where].status is HostStatus.OK
+            ]
+        return freed
+
+    def earliest_start(
+        self,
+        job: Job,
+        run_ns: int | None,
+        times: list[int],
+        ends: list[tuple[int, Job]],
+        reservations: Sequence[Reservation],
+        phantom: dict[str, int],
+        check_cancel: Callable[[], None],
+    ) -> Reservation | None:
+        """As ``Planner.earliest_start`` (the same arguments and result)."""
+        state, tasks = self.state, job.tasks
+        length = FOREVER if run_ns is None else run_ns
+        count = state.free_index.total_free + sum(phantom.values())  # free now
+        freed: list[str] = []  # busy-now hosts free by the instant, in the order they end
+        released = 0
+        for at in times:
+            check_cancel()
+            while released < len(ends) and ends[released][0] <= at:
+                freed.extend(self._freed(ends[released][1]))
+                released += 1
+            if len(freed) + count < tasks:
+                continue
+            held = self._held(at, at + length, reservations, set(freed), phantom)
+            if len(freed) + count - len(held) < tasks:
+                continue
+            hosts = self._take(tasks, freed, held, phantom)
+            end = None if run_ns is None else at + run_ns
+            return Reservation(job.jobid, at, end, hosts, running=released)
+        return None
+
+    def _held(
+        self,
+        start: int,
+        end: int,
+        reservations: Sequence[Reservation],
+        freed: set[str],
+        phantom: dict[str, int],
+    ) -> set[str]:
+        """The hosts free over ``[start, end)`` that earlier reservations hold then."""
+        hosts = self.state.hosts
+        return {
+            name
+            for r in reservations
+            if r.overlaps(start, end)
+            for name, _ in r.hosts
+            if name in freed or name in phantom or hosts[name].usable_free
+        }
+
+    def _take(
+        self, tasks: int, freed: list[str], held: set[str], phantom: dict[str, int]
+    ) -> tuple[tuple[str, int], ...]:
+        """The first ``tasks`` hosts not held: busy now first, then free now, each in
+        host order."""
+        state = self.state
+        busy = sorted((state.hosts[n] for n in freed if n not in held), key=_position)
+        taken = [(h.name, 1) for h in busy[:tasks]]
+        if len(taken) < tasks:
+            order = state.host_order
+            free_now = heapq.merge(
+                state.free_index.positions_at_least(1),
+                sorted(state.hosts[name].position for name in phantom),
+            )
+            for position in free_now:
+                name = order[position].name
+                if name not in held:
+                    taken.append((name, 1))
+                    if len(taken) == tasks:
+                        break
+        return tuple(taken)
+
+
+def _position(host: Host) -> int:
+    return host.position
