@@ -25,7 +25,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from xce_schemas import SLOTS, BackfillPolicy, JobAlloc, PendingCode
+from xce_schemas import SLOTS, BackfillPolicy, HostStatus, JobAlloc, PendingCode
 
 from xce_core.alloc.outcome import FOREVER, Reservation, Unsatisfied
 from xce_core.alloc.planner import Planner
@@ -34,6 +34,15 @@ from xce_core.runtime import effective_run_limit_s, expected_end_ns
 from xce_core.state import ClusterState, Job, Queue
 
 NS = 1_000_000_000
+
+#: A job's plan in a session: its reservation (None: no instant in view), the room
+#: of it free now to hold ``(host, slots)``, when it was planned (ns), and the
+#: instant until which a later session may reuse it (ns, exclusive).
+Plan = tuple[Reservation | None, tuple[tuple[str, int], ...], int, int]
+
+#: Plans made by counting in a session, for the next one to reuse, by (jobid,
+#: tasks, run limit ns, plan version, hosts version, *earlier reservations).
+Plans = dict[tuple[object, ...], Plan]
 
 #: Reservations a policy makes in a session (``hybrid``'s is its own setting).
 _DEPTH = {
@@ -91,9 +100,15 @@ def expected_end(state: ClusterState, job: Job, now: int) -> int:
 class ReservationBook:
     """One session's reservations and the free room they hold now.
 
+    The free room a reservation takes now (its *phantom* hold) is held on the real
+    state only once a later job is allocated for real (``hold``): most jobs tried
+    behind a blocked one are plain requests that counting shows cannot fit, and
+    for them nothing is taken or given back.
+
     Attributes:
         reservations: made this session, in order.
-        phantom: free slots held for reservations now, by host.
+        phantom: free slots held (or to hold) for reservations now, by host.
+        held: whether ``phantom`` is taken on the state now.
         blocked_by: under ``strict``, the job that blocks every later one.
     """
 
@@ -101,10 +116,15 @@ class ReservationBook:
     now: int
     reservations: list[Reservation] = field(default_factory=list)
     phantom: dict[str, int] = field(default_factory=dict)
+    held: bool = False
     blocked_by: int | None = None
     _held: list[dict[str, int]] = field(default_factory=list)  # phantom, per reservation
+    _phantom_slots: int = 0  # sum of ``phantom``
     _made: dict[str | None, int] = field(default_factory=dict)  # reservations, per domain
+    _ends: dict[int, int] = field(default_factory=dict)  # jobid → ``_end``
     _planner: Planner | None = None
+    plans: Plans = field(default_factory=dict)
+    plans_made: Plans = field(default_factory=dict)
 
     # --- reserving -------------------------------------------------------------------
 
@@ -112,6 +132,10 @@ class ReservationBook:
         """Whether a blocked job under ``policy`` gets a reservation now (its domain's
         depth is not reached)."""
         return self._made.get(policy.domain, 0) < policy.depth
+
+    def has(self, job: Job) -> bool:
+        """Whether ``job`` was given a reservation this session."""
+        return any(r.jobid == job.jobid for r in self.reservations)
 
     def reserve(
         self,
@@ -128,33 +152,122 @@ class ReservationBook:
             SessionCancelled: the session was cancelled (nothing was held).
         """
         state = self.state
-        if self._planner is None:
-            ends = [(expected_end(state, j, self.now), j) for j in state.running.values()]
-            self._planner = Planner(state, self.now, ends, self.phantom)
-        reservation = self._planner.earliest_start(
-            job, request, run_limit_ns(state, job), self.reservations, check_cancel
-        )
+        run_ns = run_limit_ns(state, job)
+        key: tuple[object, ...] | None = None
+        if request == EMPTY and not state.multi_slot_hosts:
+            key = (job.jobid, job.tasks, run_ns, state.plan_version, state.hosts_version)
+            key += tuple(self.reservations)
+        plan = self._planned(key)
+        if plan is None:
+            planner = self._planner
+            if planner is None:
+                ends = [(expected_end(state, j, self.now), j) for j in state.running.values()]
+                planner = self._planner = Planner(state, self.now, ends)
+            reservation = planner.earliest_start(
+                job,
+                request,
+                run_ns,
+                self.reservations,
+                self.phantom if self.held else {},
+                check_cancel,
+            )
+            until = planner.next_change(self.reservations)
+            if reservation is not None:
+                until = min(until, reservation.start_ts)
+            plan = (reservation, self._room_now(reservation), self.now, until)
+            if key is not None:
+                self.plans_made[key] = plan
         self._made[policy.domain] = self._made.get(policy.domain, 0) + 1
+        reservation, held = plan[0], dict(plan[1])
         if reservation is None:
             return None
-        held: dict[str, int] = {}
-        for name, slots in reservation.hosts:
-            host = state.hosts[name]
-            take = min(slots, host.usable_free)
-            if take > 0:
-                state.take_slots(host, take)
-                held[name] = take
-                self.phantom[name] = self.phantom.get(name, 0) + take
+        phantom = self.phantom
+        for name, take in held.items():
+            if self.held:
+                state.take_slots(state.hosts[name], take)
+            phantom[name] = phantom.get(name, 0) + take
+            self._phantom_slots += take
         self.reservations.append(reservation)
         self._held.append(held)
         return reservation
+
+    def _room_now(self, reservation: Reservation | None) -> tuple[tuple[str, int], ...]:
+        """The part of a reservation's room that is free now and not held already
+        for another: ``(host, slots)`` to hold."""
+        if reservation is None:
+            return ()
+        out = []
+        phantom, taken, hosts = self.phantom, self.held, self.state.hosts
+        for name, slots in reservation.hosts:
+            host = hosts[name]
+            if host.used >= host.slots or host.status is not HostStatus.OK:
+                continue  # busy now (or taking no jobs): nothing to hold
+            free = host.slots - host.used
+            if not taken:
+                free -= phantom.get(name, 0)
+            take = min(slots, free)
+            if take > 0:
+                out.append((name, take))
+        return tuple(out)
+
+    def _planned(self, key: tuple[object, ...] | None) -> Plan | None:
+        """The last session's plan of a job planned by counting, when nothing it
+        rests on changed since (``ClusterState.plan_version``, the hosts, the
+        reservations before it) and no instant it was judged at has passed: no
+        running job's expected end, no earlier reservation's end and not its own
+        start. None otherwise."""
+        if key is None:
+            return None
+        plan = self.plans.get(key)
+        if plan is None:
+            return None
+        then, until = plan[2], plan[3]
+        if not (self.now == then or self.now < until):
+            return None
+        self.plans_made[key] = plan
+        return plan
 
     def started(self, job: Job) -> None:
         """A job started this session: the planner's view holds it until its end."""
         if self._planner is not None:
             self._planner.started(job, expected_end(self.state, job, self.now))
 
+    def hold(self) -> None:
+        """Take the phantom holds on the state (before anything is allocated for real
+        or preempted around the reservations)."""
+        if not self.held:
+            state = self.state
+            for name, slots in self.phantom.items():
+                state.take_slots(state.hosts[name], slots)
+            self.held = True
+
     # --- allocating around reservations ------------------------------------------------
+
+    def open_to(self, job: Job) -> tuple[bool, ...]:
+        """Which reservations ``job`` may use (it ends, by its run limit, before they
+        start), and whether it has a run limit: all that decides how the
+        reservations bear on it (the unsatisfiable cache's key)."""
+        end = self._end(job)
+        return tuple([end < FOREVER] + [r.start_ts >= end for r in self.reservations])
+
+    def unreserved_free(self) -> int:
+        """The free slots were no room reserved (slots)."""
+        free = self.state.free_index.total_free
+        return free + self._phantom_slots if self.held else free
+
+    def cannot_fit(self, job: Job) -> bool:
+        """Whether counting alone shows a plain request cannot fit around the
+        reservations (the free slots, less the reserved ones it may not use, are
+        fewer than its tasks); False when only allocating can tell."""
+        if not _plain(job):
+            return False
+        end = self._end(job)
+        closed = sum(
+            sum(held.values())
+            for held, r in zip(self._held, self.reservations, strict=True)
+            if r.start_ts < end
+        )
+        return self.unreserved_free() - closed < job.tasks
 
     def allocate(
         self, job: Job, allocate: Callable[[], JobAlloc | Unsatisfied]
@@ -162,8 +275,8 @@ class ReservationBook:
         """Allocate ``job`` (``allocate`` does it on the real state) with the room of
         every reservation that starts once it has ended (by its run limit) open to
         it, and offered first; the rest of the reserved room stays held."""
-        limit = run_limit_ns(self.state, job)
-        end = FOREVER if limit is None else self.now + limit
+        self.hold()
+        end = self._end(job)
         open_ = [i for i, r in enumerate(self.reservations) if r.start_ts >= end and self._held[i]]
         if not open_:
             return allocate()
@@ -172,8 +285,14 @@ class ReservationBook:
         for index in open_:
             for name, slots in self._held[index].items():
                 given[name] = given.get(name, 0) + slots
-        if _plain(job) and state.free_index.total_free + sum(given.values()) < job.tasks:
-            return allocate()  # too few slots even with that room: no need to open it
+        if _plain(job):
+            if state.free_index.total_free + sum(given.values()) < job.tasks:
+                return allocate()  # too few slots even with that room: no need to open it
+            if not state.multi_slot_hosts and len(given) > job.tasks:
+                # One slot a host: the job takes the first ``tasks`` of the reserved
+                # hosts (offered first, in host order), so only those need opening.
+                first = sorted(given, key=lambda name: state.hosts[name].position)[: job.tasks]
+                given = {name: given[name] for name in first}
         for name, slots in given.items():
             state.give_slots(state.hosts[name], slots)
         state.free_index.prefer(tuple(sorted(state.hosts[name].position for name in given)))
@@ -185,6 +304,7 @@ class ReservationBook:
         for name, slots in given.items():
             used = min(slots, took.get(name, 0))  # reserved room is taken first
             state.take_slots(state.hosts[name], slots - used)
+            self._phantom_slots -= used
             self.phantom[name] -= used
             if not self.phantom[name]:
                 del self.phantom[name]
@@ -208,8 +328,8 @@ class ReservationBook:
             return None
         state = self.state
         if _plain(job):  # slots only: it fits when the free slots add up (O(1))
-            fits = state.free_index.total_free + sum(self.phantom.values()) >= job.tasks
-            return self._reserved_for(job) if fits else None
+            return self.reserved_for(job) if self.unreserved_free() >= job.tasks else None
+        self.hold()
         for name, slots in self.phantom.items():
             state.give_slots(state.hosts[name], slots)
         try:
@@ -221,29 +341,39 @@ class ReservationBook:
                 state.take_slots(state.hosts[name], slots)
         if not isinstance(outcome, JobAlloc):
             return None
-        return self._reserved_for(job)
+        return self.reserved_for(job)
 
-    def _reserved_for(self, job: Job) -> Unsatisfied:
+    def reserved_for(self, job: Job) -> Unsatisfied:
         """RESERVED: the jobs whose reservations start before ``job`` would end."""
-        limit = run_limit_ns(self.state, job)
-        end = FOREVER if limit is None else self.now + limit
+        end = self._end(job)
         ahead = sorted(r.jobid for r in self.reservations if r.start_ts < end)
         jobs = f"job{'s' if len(ahead) > 1 else ''} {', '.join(map(str, ahead))}"
         why = (
             "and this job has no run limit"
-            if limit is None
+            if end == FOREVER
             else "expected to start before this job would end"
         )
         return Unsatisfied(
             PendingCode.RESERVED, resolvable=True, detail=f"reserved for {jobs}, {why}"
         )
 
+    def _end(self, job: Job) -> int:
+        """When ``job`` would end were it started now, by its run limit (ns)."""
+        end = self._ends.get(job.jobid)
+        if end is None:
+            limit = run_limit_ns(self.state, job)
+            end = self._ends[job.jobid] = FOREVER if limit is None else self.now + limit
+        return end
+
     def close(self) -> None:
         """Give back every phantom hold (the session ends)."""
-        state = self.state
-        for name, slots in self.phantom.items():
-            state.give_slots(state.hosts[name], slots)
+        if self.held:
+            state = self.state
+            for name, slots in self.phantom.items():
+                state.give_slots(state.hosts[name], slots)
         self.phantom.clear()
+        self._phantom_slots = 0
+        self.held = False
         for held in self._held:
             held.clear()
 

@@ -52,7 +52,7 @@ from xce_core.alloc.job import allocate_job
 from xce_core.alloc.outcome import Placement, Unsatisfied
 from xce_core.alloc.primary import NeverMemo, allocate_primary
 from xce_core.alloc.records import build_records
-from xce_core.backfill import ReservationBook, backfills
+from xce_core.backfill import Plans, ReservationBook, backfills
 from xce_core.clock import Clock
 from xce_core.errors import ConfigError, EventError, PluginError, SessionCancelled
 from xce_core.in_tree import in_tree_registry
@@ -83,6 +83,9 @@ log = logging.getLogger("xce_core")
 DecisionCallback = Callable[[Decision], object]
 
 _FINISHED = (JobState.DONE, JobState.EXIT)
+
+#: Events that change nothing a reservation rests on (``ClusterState.plan_version``).
+_PLAN_NEUTRAL = frozenset({"JOBS_PUSH", "BEGIN_ROUND", "JOB_RUSAGE"})
 
 #: The eleven event model classes (the members of the ``CoreEvent`` union).
 EVENT_CLASSES: tuple[type, ...] = get_args(get_args(CoreEvent)[0])
@@ -187,6 +190,8 @@ class SchedCore:
         # the hosts and resource values keep their shape.
         self.never: NeverMemo = {}
         self._never_version = -1
+        # The last session's counted reservations (backfill.ReservationBook.plans_made).
+        self._plans: Plans = {}
         self.picker: JobPicker = self._make_picker(self.state.config.job_pick_plugin, None)
         self._handlers: dict[str, Callable[[Any], None]] = {
             "CONFIG_PUSH": self._on_config_push,
@@ -232,6 +237,8 @@ class SchedCore:
         if event.ts < self.last_ts:
             raise _reject(event.type, "ts", f"{event.ts} is earlier than {self.last_ts}")
         self._handlers[event.type](event)
+        if event.type not in _PLAN_NEUTRAL:
+            self.state.plan_version += 1
         self.last_ts = event.ts
         self.clock.observe(event.ts)
         self.events += 1
@@ -580,7 +587,7 @@ class SchedCore:
         state.sessions += 1
         session = self._session = SessionState(state.sessions, event.ts)
         if backfills(state):
-            session.book = ReservationBook(state, event.ts)
+            session.book = ReservationBook(state, event.ts, plans=self._plans)
         if self._never_version != state.hosts_version:
             self.never.clear()
             self._never_version = state.hosts_version
@@ -592,6 +599,7 @@ class SchedCore:
             state.reservations = {} if book is None else {r.jobid: r for r in book.reservations}
             if book is not None:
                 book.close()
+                self._plans = book.plans_made
 
     def allocate(self, job: Job, session: SessionState) -> JobAlloc | Unsatisfied:
         """Allocate ``job`` on the real state and hold what it gets, or say why not

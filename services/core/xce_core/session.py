@@ -34,7 +34,7 @@ from xce_schemas import BackfillPolicy, Dispatch, JobAlloc, JobState, NewSession
 
 from xce_core.alloc.job import job_never_fits
 from xce_core.alloc.outcome import Unsatisfied
-from xce_core.backfill import ReservationBook, policy_of, run_limit_ns
+from xce_core.backfill import Policy, ReservationBook, policy_of
 from xce_core.errors import SessionCancelled
 from xce_core.preempt.preemptor import DROP, FINAL, Plan
 from xce_core.readiness import exceeds_limits, limit_hold, queue_hold
@@ -49,8 +49,8 @@ log = logging.getLogger("xce_core")
 _UNSET: Any = object()
 
 #: The unsatisfiable-request cache's key: (request identity, tasks, user, queue,
-#: project, priority or None, run limit or None).
-Fingerprint = tuple[int, int, str, str, str | None, int | None, int | None]
+#: project, priority or None, the reservations open to it or None).
+Fingerprint = tuple[int, int, str, str, str | None, int | None, tuple[bool, ...] | None]
 
 
 class CancelToken:
@@ -102,6 +102,7 @@ class SessionState:
             preemption takes some of them.
         book: the session's reservations and the room they hold (None: every
             policy is ``greedy``).
+        policies: each queue's backfill policy, as looked up this session.
     """
 
     number: int
@@ -113,6 +114,7 @@ class SessionState:
     queue_holds: dict[str, Unsatisfied | None] = field(default_factory=dict)
     candidates: dict[tuple[str, int], list[Job]] = field(default_factory=dict)
     book: ReservationBook | None = None
+    policies: dict[str, Policy] = field(default_factory=dict)
 
     @property
     def from_s(self) -> int:
@@ -198,6 +200,10 @@ class Session:
         book = self.state.book
         if book is None or not book.reservations:
             return self.core.allocate(job, self.state)
+        if book.cannot_fit(job):  # known by counting: nothing is taken to find it out
+            if book.unreserved_free() < job.tasks:
+                return self.core.allocate(job, self.state)  # too few slots, reserved or not
+            return book.reserved_for(job)
         outcome = book.allocate(job, lambda: self.core.allocate(job, self.state))
         if outcome.__class__ is JobAlloc or not cast(Unsatisfied, outcome).resolvable:
             return outcome
@@ -210,10 +216,12 @@ class Session:
         book = self.state.book
         if book is None or not outcome.resolvable:
             return
-        policy = policy_of(self.core.state, queue)
+        policy = self.state.policies.get(queue.name)
+        if policy is None:
+            policy = self.state.policies[queue.name] = policy_of(self.core.state, queue)
         if policy.name is BackfillPolicy.GREEDY:
             return
-        if book.wants(policy) and job.jobid not in {r.jobid for r in book.reservations}:
+        if book.wants(policy) and not book.has(job):
             book.reserve(job, job.request, policy, self.core.view.check_cancel)  # type: ignore[arg-type]
         if policy.name is BackfillPolicy.STRICT:
             book.blocked_by = job.jobid
@@ -238,9 +246,10 @@ class Session:
         queue preempts, the job's priority decides which victims it may take, so it
         is part of it."""
         priority = job.priority if queue.preemptible_queues else None
-        # Around reservations, what a job may use depends on when it ends.
-        limit = run_limit_ns(self.core.state, job) if self.state.book is not None else None
-        return (id(job.request), job.tasks, job.user, job.queue, job.project, priority, limit)
+        # Around reservations, what a job may use depends on which it ends before.
+        book = self.state.book
+        open_to = None if book is None else book.open_to(job)
+        return (id(job.request), job.tasks, job.user, job.queue, job.project, priority, open_to)
 
     def _cached(self, fingerprint: Fingerprint) -> Unsatisfied | None:
         """Req 7: a request this session already proved unsatisfiable pends at once.
@@ -254,6 +263,8 @@ class Session:
 
     def _preempt(self, job: Job, queue: Queue, outcome: Unsatisfied) -> tuple[Unsatisfied, Plan]:
         """Req 6: the preemption evaluator's plan for an unsatisfied job."""
+        if self.state.book is not None:
+            self.state.book.hold()  # the evaluator sees the room reservations hold
         return self.core.preemptor.decide(job, queue, outcome, self.state)
 
     def _decide(self, job: Job, outcome: JobAlloc | Unsatisfied, plan: Plan) -> None:

@@ -229,9 +229,11 @@ class ClusterState:
 
     ``hosts_version`` increases whenever a host is added or its capacity or status
     changes, or resource values or definitions change (not when jobs take or give
-    slots), so memos of what depends only on the hosts' shape stay correct. It is a
-    cache key, not state: its value is never compared, only whether it moved
-    (``CACHE`` marks such fields).
+    slots), so memos of what depends only on the hosts' shape stay correct.
+    ``plan_version`` increases whenever what a reservation rests on may have changed:
+    a job starts, stops or resumes (``charge``), or the core takes any event but a
+    submission, a round or a usage report. Both are cache keys, not state: their
+    values are never compared, only whether they moved (``CACHE`` marks such fields).
 
     ``preemptions`` holds the preemptions in flight by preemptor jobid.
     ``queue_slots`` and ``user_slots`` are the slots running jobs hold per queue and
@@ -257,6 +259,8 @@ class ClusterState:
     preemptions: dict[int, Preemption] = field(default_factory=dict)
     reservations: dict[int, Reservation] = field(default_factory=dict)
     hosts_version: int = field(default=0, metadata=CACHE)
+    multi_slot_hosts: int = field(default=0, metadata=CACHE)  # hosts of other than one slot
+    plan_version: int = field(default=0, metadata=CACHE)
     queue_slots: dict[str, int] = field(default_factory=dict, metadata=CACHE)
     user_slots: dict[tuple[str, str], int] = field(default_factory=dict, metadata=CACHE)
     running: dict[int, Job] = field(default_factory=dict, metadata=CACHE)
@@ -276,6 +280,7 @@ class ClusterState:
         self.hosts[name] = host
         self.host_order.append(host)
         self.capacity += slots
+        self.multi_slot_hosts += slots != 1
         self.hosts_version += 1
         self._reindex(host)
         return host
@@ -291,6 +296,7 @@ class ClusterState:
     ) -> None:
         """Change a host's capacity, status or attributes (``slots`` ≥ its used slots)."""
         self.capacity += slots - host.slots
+        self.multi_slot_hosts += (slots != 1) - (host.slots != 1)
         host.slots, host.status = slots, status
         host.type, host.model, host.max_mem = type, model, max_mem
         self.hosts_version += 1
@@ -438,6 +444,7 @@ class ClusterState:
         (``sign`` 1 when it starts or resumes running, -1 when it stops)."""
         assert job.alloc is not None, f"job {job.jobid} is charged without an allocation"
         slots = sign * job.tasks  # an allocation holds one slot per task
+        self.plan_version += 1
         _count(self.queue_slots, job.queue, slots)
         _count(self.user_slots, (job.queue, job.user), slots)
         if sign > 0:

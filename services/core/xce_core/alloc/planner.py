@@ -41,7 +41,7 @@ from xce_core.alloc.job import allocate_job
 from xce_core.alloc.outcome import FOREVER, Placement, Reservation
 from xce_core.alloc.records import build_records
 from xce_core.resreq.model import EMPTY, Resreq
-from xce_core.state import ClusterState, Host, Job, entries
+from xce_core.state import ClusterState, Host, Job
 
 
 class Planner:
@@ -55,24 +55,24 @@ class Planner:
         state: the cluster state (changed only inside ``earliest_start``, and back).
         now: the session's time, ns.
         ends: every running job with its expected end (ns; ``FOREVER`` for none).
-        phantom: the free slots the session holds for reservations now, by host
-            (the book's own dict: it is read at each search).
     """
 
-    def __init__(
-        self,
-        state: ClusterState,
-        now: int,
-        ends: Iterable[tuple[int, Job]],
-        phantom: dict[str, int],
-    ) -> None:
+    def __init__(self, state: ClusterState, now: int, ends: Iterable[tuple[int, Job]]) -> None:
         self.state = state
         self.now = now
-        self._phantom = phantom
         self._ends = sorted(ends, key=lambda pair: (pair[0], pair[1].jobid))
         self._instids = iter(range(1, 1 << 62))
         # Plain requests on one-slot hosts are planned by counting (``_Counted``).
-        self._counted = _Counted(state) if all(h.slots == 1 for h in state.host_order) else None
+        self._counted = None if state.multi_slot_hosts else _Counted(state)
+
+    def next_change(self, reservations: Sequence[Reservation]) -> int:
+        """The first instant after now at which a search could see other room: a
+        running job's expected end or the end of one of ``reservations`` (ns;
+        ``FOREVER`` when none)."""
+        now = self.now
+        index = bisect.bisect_right(self._ends, now, key=lambda pair: pair[0])
+        first = self._ends[index][0] if index < len(self._ends) else FOREVER
+        return min([first] + [r.until for r in reservations if r.until > now])
 
     def started(self, job: Job, end: int) -> None:
         """A job started this session; it runs until ``end`` (ns)."""
@@ -84,6 +84,7 @@ class Planner:
         request: Resreq,
         run_ns: int | None,
         reservations: Sequence[Reservation],
+        phantom: dict[str, int],
         check_cancel: Callable[[], None],
     ) -> Reservation | None:
         """The earliest start of ``job`` from now on, and the hosts it would take.
@@ -92,6 +93,8 @@ class Planner:
             job: the job to place; ``request`` its parsed resource requirement.
             run_ns: its run limit, ns (None: not known; its window never ends).
             reservations: the reservations made before it (their windows are taken).
+            phantom: the free slots taken on the state now for those reservations,
+                by host (lifted during the search: their windows stand for them).
             check_cancel: the session's cancellation point.
 
         Returns:
@@ -110,9 +113,9 @@ class Planner:
         )
         if self._counted is not None and request == EMPTY:
             return self._counted.earliest_start(
-                job, run_ns, times, ends, reservations, self._phantom, check_cancel
+                job, run_ns, times, ends, reservations, phantom, check_cancel
             )
-        phantom = dict(self._phantom)
+        phantom = dict(phantom)
         for name, slots in phantom.items():
             state.give_slots(state.hosts[name], slots)
         # Rule 1: a reservation takes hosts busy now before hosts free now.
@@ -195,14 +198,10 @@ class _Counted:
         if freed is None:
             assert job.alloc is not None
             hosts = self.state.hosts
+            # Every host record holds slots (``build_records``), records that are
+            # never released early (only ``rusage`` durations end before the job).
             freed = self._frees[job.jobid] = [
-                where
-                for key, where, item in entries(job.alloc)
-                if where is not None
-                and item.name == SLOTS
-                and item.value > 0
-                and key not in job.released
-                and hosts[where].status is HostStatus.OK
+                h.host for h in job.alloc.hosts if hosts[h.host].status is HostStatus.OK
             ]
         return freed
 

@@ -1,0 +1,110 @@
+"""Benchmark: the backfill policies on whole real traces, wall time against ``greedy``.
+
+    python -m benchmarks.bench_backfill [--traces SDSC KTH ...] [--max-jobs N]
+        [--policies greedy strict easy conservative] [--swf-estimate requested|exact]
+
+For each trace and policy it prints the simulation's wall time and its ratio to
+``greedy``'s (run in the same process, one after the other), the mean wait, mean
+bounded slowdown and utilization, and for policies that reserve, the mean absolute
+error of the first predicted start times against the actual starts. Under ``easy``
+it also checks every start against the textbook EASY oracle
+(``benchmarks/naive_easy.py``). Figures only: no assertion on time (targets are read
+by people: ``easy`` at most 1.5 times ``greedy``, ``conservative`` at most 3 times).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from rich.console import Console
+from rich.table import Table
+from xce_driver.simulate import SimulationResult, run_simulation
+from xce_driver.workloads.mapping import map_trace
+from xce_driver.workloads.swf import read_swf
+from xce_schemas import BackfillPolicy
+
+from benchmarks.bench_simulate import TRACES, WORKLOADS
+from benchmarks.naive_easy import simulate as naive_easy
+
+COLUMNS = (
+    "trace",
+    "jobs",
+    "policy",
+    "wall s",
+    "× greedy",
+    "mean wait s",
+    "mean bsld",
+    "utilization",
+    "prediction MAE s",
+    "= oracle",
+)
+
+
+def _oracle_agrees(result: SimulationResult, workload_jobs: list, hosts: int) -> str:
+    jobs = [(j.jobid, j.submit_s, j.run_s, j.tasks, j.run_limit_s) for j in workload_jobs]
+    expected = naive_easy(jobs, hosts)
+    ours = {r.jobid: r.start_s for r in result.records.values() if r.start_s is not None}
+    return "yes" if ours == expected else "NO"
+
+
+def bench(name: str, args: argparse.Namespace) -> list[list[str]]:
+    path = WORKLOADS / TRACES[name]
+    if not path.exists():
+        print(f"skipped {name}: {path} is absent", file=sys.stderr)
+        return []
+    workload = map_trace(read_swf(path), max_jobs=args.max_jobs, estimate=args.swf_estimate)
+    rows = []
+    greedy_s: float | None = None
+    for policy in args.policies:
+        result = run_simulation(workload, source=path.name, backfill=BackfillPolicy(policy))
+        report = result.report
+        wall = report.sim_wall_s
+        if policy == "greedy":
+            greedy_s = wall
+        mae = getattr(report, "prediction_mae_s", None)
+        rows.append(
+            [
+                name,
+                f"{len(workload.jobs):,}",
+                policy,
+                f"{wall:.2f}",
+                "" if greedy_s is None else f"{wall / greedy_s:.2f}",
+                "n/a" if report.mean_wait_s is None else f"{report.mean_wait_s:,.0f}",
+                "n/a"
+                if report.mean_bounded_slowdown is None
+                else f"{report.mean_bounded_slowdown:,.2f}",
+                f"{report.utilization:.3f}",
+                "" if mae is None else f"{mae:,.0f}",
+                _oracle_agrees(result, workload.jobs, workload.hosts) if policy == "easy" else "",
+            ]
+        )
+    return rows
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--traces", nargs="+", choices=sorted(TRACES), default=["SDSC", "KTH"])
+    parser.add_argument("--max-jobs", type=int, default=None)
+    parser.add_argument(
+        "--policies",
+        nargs="+",
+        choices=[p.value for p in BackfillPolicy if p is not BackfillPolicy.HYBRID],
+        default=["greedy", "strict", "easy", "conservative"],
+    )
+    parser.add_argument("--swf-estimate", choices=["requested", "exact"], default="requested")
+    args = parser.parse_args()
+    if args.policies[0] != "greedy":
+        args.policies.insert(0, "greedy")  # the baseline of the ratios
+    table = Table(title=f"backfill policies, builtin_fcfs, --swf-estimate {args.swf_estimate}")
+    for column in COLUMNS:
+        table.add_column(column, justify="right")
+    for name in args.traces:
+        for row in bench(name, args):
+            table.add_row(*row)
+    Console(width=180).print(table)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
