@@ -1,0 +1,113 @@
+"""The planner's shortcuts give what the generic search gives.
+
+On one-slot hosts a plain request is planned by counting (``planner._Counted``) and a
+reservation planned so is reused by the next session while nothing it rests on
+changed (``ReservationBook._planned``). Both must be invisible: the same decisions
+and the same reservations, round after round, as the generic search (release the
+running jobs, allocate for real) made afresh every session.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from xce_core import backfill
+from xce_core.alloc import planner
+from xce_core.core import SchedCore
+from xce_driver.simulate import run_simulation
+from xce_driver.workloads.mapping import map_trace
+from xce_driver.workloads.swf import read_swf
+from xce_schemas import BackfillPolicy, JobState
+
+from tests.driver.conftest import shared_trace
+
+NS = 1_000_000_000
+HOSTS = 6
+
+
+@contextmanager
+def shortcuts(mode: str) -> Iterator[None]:
+    """``all``: as shipped; ``no-reuse``: every session plans afresh; ``generic``:
+    no counting, no reuse."""
+    with pytest.MonkeyPatch.context() as patch:
+        if mode in ("no-reuse", "generic"):
+            patch.setattr(backfill.ReservationBook, "_planned", lambda self, key: None)
+        if mode == "generic":
+            patch.setattr(planner, "_Counted", lambda state: None)
+        yield
+
+
+operation = st.one_of(
+    st.tuples(
+        st.just("submit"),
+        st.integers(1, HOSTS + 1),  # one more than the cluster: blocks nobody
+        st.sampled_from([None, 1, 3, 10, 40]),
+        st.sampled_from(["", "", "", "span[ptile=1]"]),
+    ),
+    st.tuples(st.just("round")),
+    st.tuples(st.just("finish"), st.integers(0, 20)),
+    st.tuples(st.just("wait"), st.integers(1, 15)),
+)
+
+
+def drive(ops: list[tuple[Any, ...]], policy: str, mode: str) -> list[Any]:
+    """Decisions and, after each round, the reservations, of a core run through ``ops``."""
+    out: list[Any] = []
+    with shortcuts(mode):
+        core = SchedCore(on_decision=lambda d: out.append(d.model_dump(mode="json")))
+        depth = {"reservation_depth": 2} if policy == "hybrid" else {}
+        config = {"queues": [{"name": "normal", "priority": 30}], "backfill": policy, **depth}
+        core.push_event({"type": "CONFIG_PUSH", "ts": 0, "payload": {"config": config}})
+        hosts = [{"name": f"h{i}", "slots": 1} for i in range(HOSTS)]
+        core.push_event({"type": "WORKERS_PUSH", "ts": 0, "payload": {"hosts": hosts}})
+        now = 0
+        for step, op in enumerate(ops, start=1):
+            if op[0] == "wait":
+                now += op[1] * NS
+                continue
+            if op[0] == "submit":
+                job = {"jobid": step, "queue": "normal", "tasks": op[1], "submit_ts": now}
+                job.update(resreq=op[3], run_limit_s=op[2])
+                event = {"type": "JOBS_PUSH", "ts": now, "payload": {"jobs": [job]}}
+            elif op[0] == "finish":
+                running = sorted(j.jobid for j in core.state.running.values())
+                if not running:
+                    continue
+                jobid = running[op[1] % len(running)]
+                payload = {"jobid": jobid, "state": JobState.DONE.value}
+                event = {"type": "JOB_STATE_CHANGE", "ts": now, "payload": payload}
+            else:
+                event = {"type": "BEGIN_ROUND", "ts": now, "payload": {}}
+            core.push_event(event)
+            if op[0] == "round":
+                out.append(sorted(core.state.reservations.values(), key=lambda r: r.jobid))
+    return out
+
+
+@pytest.mark.parametrize("policy", ["easy", "conservative", "hybrid", "strict"])
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(ops=st.lists(operation, max_size=50))
+def test_shortcuts_change_no_decision_and_no_reservation(
+    policy: str, ops: list[tuple[Any, ...]]
+) -> None:
+    generic = drive(ops, policy, "generic")
+    assert drive(ops, policy, "no-reuse") == generic
+    assert drive(ops, policy, "all") == generic
+
+
+@pytest.mark.parametrize("policy", ["easy", "conservative"])
+def test_shortcuts_on_a_trace_prefix(policy: str) -> None:
+    """KTH-SP2's first 400 jobs: every start and host the same with and without."""
+    workload = map_trace(read_swf(shared_trace("KTH-SP2-1996-2.1-cln.swf.gz")), max_jobs=400)
+    results = []
+    for mode in ("generic", "all"):
+        with shortcuts(mode):
+            result = run_simulation(workload, source="t", backfill=BackfillPolicy(policy))
+        results.append({r.jobid: (r.start_s, r.hosts) for r in result.records.values()})
+    assert results[0] == results[1]
+    assert sum(start is not None for start, _ in results[0].values()) > 350
