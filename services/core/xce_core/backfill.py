@@ -25,7 +25,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from xce_schemas import SLOTS, BackfillPolicy, HostStatus, JobAlloc, PendingCode
+from xce_schemas import SLOTS, BackfillPolicy, HostStatus, JobAlloc, JobState, PendingCode
 
 from xce_core.alloc.outcome import FOREVER, Reservation, Unsatisfied
 from xce_core.alloc.planner import Planner
@@ -122,6 +122,9 @@ class ReservationBook:
     _phantom_slots: int = 0  # sum of ``phantom``
     _made: dict[str | None, int] = field(default_factory=dict)  # reservations, per domain
     _ends: dict[int, int] = field(default_factory=dict)  # jobid → ``_end``
+    # Per reservation: the priority above which a job may take its room anyway
+    # (a suspended job's resume), or None.
+    _yields_to: list[int | None] = field(default_factory=list)
     _planner: Planner | None = None
     plans: Plans = field(default_factory=dict)
     plans_made: Plans = field(default_factory=dict)
@@ -181,7 +184,14 @@ class ReservationBook:
         reservation, held = plan[0], dict(plan[1])
         if reservation is None:
             return None
-        phantom = self.phantom
+        self._add(reservation, held)
+        return reservation
+
+    def _add(
+        self, reservation: Reservation, held: dict[str, int], yields_to: int | None = None
+    ) -> None:
+        """Book ``reservation`` and hold ``held``, its room free now."""
+        state, phantom = self.state, self.phantom
         for name, take in held.items():
             if self.held:
                 state.take_slots(state.hosts[name], take)
@@ -189,7 +199,70 @@ class ReservationBook:
             self._phantom_slots += take
         self.reservations.append(reservation)
         self._held.append(held)
-        return reservation
+        self._yields_to.append(yields_to)
+
+    # --- room owed (held before any job is tried) ---------------------------------------
+
+    def owe_preemptors(self) -> None:
+        """Hold for each preemption in flight the room its suspended victims freed,
+        for the preemptor alone, from now until it starts or its preemption is given
+        up: no other job (nor a resume) takes it, so one preemption is enough. The
+        holds are taken at once (resumes come next)."""
+        state, now = self.state, self.now
+        for jobid in sorted(state.preemptions):
+            job = state.jobs.get(jobid)
+            if job is None or job.state is not JobState.PEND:
+                continue
+            freed = [
+                victim
+                for v in state.preemptions[jobid].victims
+                if (victim := state.jobs.get(v)) is not None and victim.state is JobState.SUSP
+            ]
+            hosts = _slots_of(freed)
+            if hosts:
+                end = self._end(job)
+                reservation = Reservation(jobid, now, None if end == FOREVER else end, hosts)
+                self._add(reservation, dict(self._room_now(reservation)))
+        if self.reservations:
+            self.hold()
+
+    def owe_resumes(self, suspended: list[Job]) -> None:
+        """Hold for each job suspended by a preemption (and not its victim still) its
+        own hosts, from when the running jobs' expected ends leave them room for it:
+        a job of equal or lower priority may take that room only if it ends before
+        then (backfilling around the resume, not over it)."""
+        state, now = self.state, self.now
+        if not suspended:
+            return
+        on_host: dict[str, list[tuple[int, int]]] = {}  # host → (expected end, slots)
+        for running in state.running.values():
+            assert running.alloc is not None
+            end = expected_end(state, running, now)
+            for name, slots in _slots_of([running]):
+                on_host.setdefault(name, []).append((end, slots))
+        for job in suspended:
+            hosts = _slots_of([job])
+            start = now
+            for name, slots in hosts:
+                host = state.hosts[name]
+                if host.status is not HostStatus.OK:
+                    start = FOREVER
+                    break
+                free = host.slots - host.used
+                for end, frees in sorted(on_host.get(name, ())):
+                    if free >= slots:
+                        break
+                    free += frees
+                    start = max(start, end)
+                if free < slots:
+                    start = FOREVER
+            if start == FOREVER:
+                continue
+            left = expected_end(state, job, now) - now
+            end = None if left >= FOREVER - now else start + left
+            running = sum(1 for ends in on_host.values() for e, _ in ends if now < e <= start)
+            reservation = Reservation(job.jobid, start, end, hosts, running=running)
+            self._add(reservation, dict(self._room_now(reservation)), yields_to=job.priority)
 
     def _room_now(self, reservation: Reservation | None) -> tuple[tuple[str, int], ...]:
         """The part of a reservation's room that is free now and not held already
@@ -244,11 +317,21 @@ class ReservationBook:
     # --- allocating around reservations ------------------------------------------------
 
     def open_to(self, job: Job) -> tuple[bool, ...]:
-        """Which reservations ``job`` may use (it ends, by its run limit, before they
-        start), and whether it has a run limit: all that decides how the
-        reservations bear on it (the unsatisfiable cache's key)."""
+        """Which reservations ``job`` may use (``_opens``), and whether it has a run
+        limit: all that decides how the reservations bear on it (the unsatisfiable
+        cache's key)."""
         end = self._end(job)
-        return tuple([end < FOREVER] + [r.start_ts >= end for r in self.reservations])
+        return tuple([end < FOREVER] + [self._opens(i, job, end) for i in range(len(self._held))])
+
+    def _opens(self, index: int, job: Job, end: int) -> bool:
+        """Whether reservation ``index`` is open to ``job``, which would end at ``end``
+        (ns): it is the job's own, the job ends before it starts, or (room held for
+        a suspended job's resume) the job is of higher priority."""
+        reservation = self.reservations[index]
+        if reservation.start_ts >= end or reservation.jobid == job.jobid:
+            return True
+        above = self._yields_to[index]
+        return above is not None and job.priority > above
 
     def unreserved_free(self) -> int:
         """The free slots were no room reserved (slots)."""
@@ -264,8 +347,8 @@ class ReservationBook:
         end = self._end(job)
         closed = sum(
             sum(held.values())
-            for held, r in zip(self._held, self.reservations, strict=True)
-            if r.start_ts < end
+            for i, held in enumerate(self._held)
+            if held and not self._opens(i, job, end)
         )
         return self.unreserved_free() - closed < job.tasks
 
@@ -277,7 +360,7 @@ class ReservationBook:
         it, and offered first; the rest of the reserved room stays held."""
         self.hold()
         end = self._end(job)
-        open_ = [i for i, r in enumerate(self.reservations) if r.start_ts >= end and self._held[i]]
+        open_ = [i for i, held in enumerate(self._held) if held and self._opens(i, job, end)]
         if not open_:
             return allocate()
         state = self.state
@@ -346,7 +429,9 @@ class ReservationBook:
     def reserved_for(self, job: Job) -> Unsatisfied:
         """RESERVED: the jobs whose reservations start before ``job`` would end."""
         end = self._end(job)
-        ahead = sorted(r.jobid for r in self.reservations if r.start_ts < end)
+        ahead = sorted(
+            r.jobid for i, r in enumerate(self.reservations) if not self._opens(i, job, end)
+        )
         jobs = f"job{'s' if len(ahead) > 1 else ''} {', '.join(map(str, ahead))}"
         why = (
             "and this job has no run limit"
@@ -376,6 +461,16 @@ class ReservationBook:
         self.held = False
         for held in self._held:
             held.clear()
+
+
+def _slots_of(jobs: list[Job]) -> tuple[tuple[str, int], ...]:
+    """The slots the allocations of ``jobs`` hold, by host, in their order."""
+    out: dict[str, int] = {}
+    for job in jobs:
+        assert job.alloc is not None
+        for name, slots in _slots_by_host(job.alloc).items():
+            out[name] = out.get(name, 0) + slots
+    return tuple(out.items())
 
 
 def _plain(job: Job) -> bool:

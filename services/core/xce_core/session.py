@@ -37,6 +37,7 @@ from xce_core.alloc.outcome import Unsatisfied
 from xce_core.backfill import Policy, ReservationBook, policy_of
 from xce_core.errors import SessionCancelled
 from xce_core.preempt.preemptor import DROP, FINAL, Plan
+from xce_core.preempt.resume import suspended_by_preemption
 from xce_core.readiness import exceeds_limits, limit_hold, queue_hold
 from xce_core.state import Job, Queue
 
@@ -139,7 +140,12 @@ class Session:
         order, through the steps; a cancellation stops it between two jobs."""
         core, session = self.core, self.state
         core.on_decision(NewSession(ts=session.start_ts, session=session.number))
+        book = session.book
+        if book is not None:  # room owed to a preemptor is not the resumes' either
+            book.owe_preemptors()
         core.resume_preempted(session)
+        if book is not None:
+            book.owe_resumes(suspended_by_preemption(core.state, in_flight=False))
         picker = core.picker
         picker.begin_session()
         try:

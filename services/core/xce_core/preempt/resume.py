@@ -30,12 +30,15 @@ WAITING = frozenset(
 )
 
 
-def suspended_by_preemption(state: ClusterState) -> list[Job]:
+def suspended_by_preemption(state: ClusterState, *, in_flight: bool = True) -> list[Job]:
     """Preempted jobs, the first to resume first: priority descending, then the
-    earliest suspended, then jobid."""
-    return sorted(
-        state.to_resume.values(), key=lambda job: (-job.priority, job.suspend_ts, job.jobid)
-    )
+    earliest suspended, then jobid (``in_flight`` False: not those still victims of
+    a preemption in flight)."""
+    jobs = state.to_resume.values()
+    if not in_flight:
+        victims = {v for record in state.preemptions.values() for v in record.victims}
+        jobs = [job for job in jobs if job.jobid not in victims]
+    return sorted(jobs, key=lambda job: (-job.priority, job.suspend_ts, job.jobid))
 
 
 def has_room(state: ClusterState, job: Job) -> bool:
