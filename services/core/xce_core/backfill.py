@@ -235,11 +235,10 @@ class ReservationBook:
         if not suspended:
             return
         on_host: dict[str, list[tuple[int, int]]] = {}  # host → (expected end, slots)
-        for running in state.running.values():
-            assert running.alloc is not None
-            end = expected_end(state, running, now)
-            for name, slots in _slots_of([running]):
-                on_host.setdefault(name, []).append((end, slots))
+        for other in state.running.values():
+            at = expected_end(state, other, now)
+            for name, slots in _slots_of([other]):
+                on_host.setdefault(name, []).append((at, slots))
         for job in suspended:
             hosts = _slots_of([job])
             start = now
@@ -249,19 +248,19 @@ class ReservationBook:
                     start = FOREVER
                     break
                 free = host.slots - host.used
-                for end, frees in sorted(on_host.get(name, ())):
+                for at, frees in sorted(on_host.get(name, ())):
                     if free >= slots:
                         break
                     free += frees
-                    start = max(start, end)
+                    start = max(start, at)
                 if free < slots:
                     start = FOREVER
             if start == FOREVER:
                 continue
             left = expected_end(state, job, now) - now
-            end = None if left >= FOREVER - now else start + left
-            running = sum(1 for ends in on_host.values() for e, _ in ends if now < e <= start)
-            reservation = Reservation(job.jobid, start, end, hosts, running=running)
+            until = None if left >= FOREVER - now else start + left
+            rests_on = sum(1 for ends in on_host.values() for at, _ in ends if now < at <= start)
+            reservation = Reservation(job.jobid, start, until, hosts, running=rests_on)
             self._add(reservation, dict(self._room_now(reservation)), yields_to=job.priority)
 
     def _room_now(self, reservation: Reservation | None) -> tuple[tuple[str, int], ...]:

@@ -7,6 +7,8 @@ no pending job of higher priority that waits for resources could use that room.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
 from xce_schemas import SLOTS, HostStatus, JobState, PendingCode
 
 from xce_core.alloc.job import job_never_fits
@@ -34,7 +36,7 @@ def suspended_by_preemption(state: ClusterState, *, in_flight: bool = True) -> l
     """Preempted jobs, the first to resume first: priority descending, then the
     earliest suspended, then jobid (``in_flight`` False: not those still victims of
     a preemption in flight)."""
-    jobs = state.to_resume.values()
+    jobs: Iterable[Job] = state.to_resume.values()
     if not in_flight:
         victims = {v for record in state.preemptions.values() for v in record.victims}
         jobs = [job for job in jobs if job.jobid not in victims]
