@@ -125,6 +125,8 @@ class ReservationBook:
     # Per reservation: the priority above which a job may take its room anyway
     # (a suspended job's resume), or None.
     _yields_to: list[int | None] = field(default_factory=list)
+    _open: dict[int, tuple[bool, ...]] = field(default_factory=dict)  # jobid → ``open_to``
+    _reasons: dict[tuple[bool, ...], Unsatisfied] = field(default_factory=dict)  # by ``open_to``
     _planner: Planner | None = None
     plans: Plans = field(default_factory=dict)
     plans_made: Plans = field(default_factory=dict)
@@ -319,8 +321,14 @@ class ReservationBook:
         """Which reservations ``job`` may use (``_opens``), and whether it has a run
         limit: all that decides how the reservations bear on it (the unsatisfiable
         cache's key)."""
-        end = self._end(job)
-        return tuple([end < FOREVER] + [self._opens(i, job, end) for i in range(len(self._held))])
+        flags = self._open.get(job.jobid)
+        if flags is None or len(flags) != len(self.reservations) + 1:  # none made since
+            end = self._end(job)
+            flags = tuple(
+                [end < FOREVER] + [self._opens(i, job, end) for i in range(len(self._held))]
+            )
+            self._open[job.jobid] = flags
+        return flags
 
     def _opens(self, index: int, job: Job, end: int) -> bool:
         """Whether reservation ``index`` is open to ``job``, which would end at ``end``
@@ -343,11 +351,11 @@ class ReservationBook:
         fewer than its tasks); False when only allocating can tell."""
         if not _plain(job):
             return False
-        end = self._end(job)
+        flags = self.open_to(job)
         closed = sum(
             sum(held.values())
-            for i, held in enumerate(self._held)
-            if held and not self._opens(i, job, end)
+            for held, open_ in zip(self._held, flags[1:], strict=True)
+            if held and not open_
         )
         return self.unreserved_free() - closed < job.tasks
 
@@ -357,24 +365,20 @@ class ReservationBook:
         """Allocate ``job`` (``allocate`` does it on the real state) with the room of
         every reservation that starts once it has ended (by its run limit) open to
         it, and offered first; the rest of the reserved room stays held."""
+        state = self.state
+        if not self.held and not state.multi_slot_hosts and _plain(job):
+            return self._allocate_counted(job, allocate)
         self.hold()
-        end = self._end(job)
-        open_ = [i for i, held in enumerate(self._held) if held and self._opens(i, job, end)]
+        flags = self.open_to(job)
+        open_ = [i for i, held in enumerate(self._held) if held and flags[i + 1]]
         if not open_:
             return allocate()
-        state = self.state
         given: dict[str, int] = {}
         for index in open_:
             for name, slots in self._held[index].items():
                 given[name] = given.get(name, 0) + slots
-        if _plain(job):
-            if state.free_index.total_free + sum(given.values()) < job.tasks:
-                return allocate()  # too few slots even with that room: no need to open it
-            if not state.multi_slot_hosts and len(given) > job.tasks:
-                # One slot a host: the job takes the first ``tasks`` of the reserved
-                # hosts (offered first, in host order), so only those need opening.
-                first = sorted(given, key=lambda name: state.hosts[name].position)[: job.tasks]
-                given = {name: given[name] for name in first}
+        if _plain(job) and state.free_index.total_free + sum(given.values()) < job.tasks:
+            return allocate()  # too few slots even with that room: no need to open it
         for name, slots in given.items():
             state.give_slots(state.hosts[name], slots)
         state.free_index.prefer(tuple(sorted(state.hosts[name].position for name in given)))
@@ -384,13 +388,53 @@ class ReservationBook:
             state.free_index.prefer(())
         took = _slots_by_host(outcome) if isinstance(outcome, JobAlloc) else {}
         for name, slots in given.items():
-            used = min(slots, took.get(name, 0))  # reserved room is taken first
-            state.take_slots(state.hosts[name], slots - used)
+            state.take_slots(state.hosts[name], slots - min(slots, took.get(name, 0)))
+        self._consume(open_, took)
+        return outcome
+
+    def _allocate_counted(
+        self, job: Job, allocate: Callable[[], JobAlloc | Unsatisfied]
+    ) -> JobAlloc | Unsatisfied:
+        """``allocate`` for a plain job on one-slot hosts while the reserved room is
+        not held: the hosts it would get were it held are known (the open reserved
+        hosts in host order, then the free unreserved ones in host order), so they
+        are offered first and nothing is taken or given back to find them."""
+        state = self.state
+        hosts, tasks = state.hosts, job.tasks
+        flags = self.open_to(job)
+        open_ = [i for i, held in enumerate(self._held) if held and flags[i + 1]]
+        chosen = sorted(hosts[name].position for i in open_ for name in self._held[i])[:tasks]
+        if len(chosen) < tasks:
+            reserved = {hosts[name].position for name in self.phantom}
+            for position in state.free_index.positions_at_least(1):
+                if position not in reserved:
+                    chosen.append(position)
+                    if len(chosen) == tasks:
+                        break
+        if len(chosen) < tasks:  # cannot fit around the reservations
+            self.hold()
+            return allocate()
+        state.free_index.prefer(tuple(chosen))
+        try:
+            outcome = allocate()
+        finally:
+            state.free_index.prefer(())
+        if isinstance(outcome, JobAlloc):
+            self._consume(open_, _slots_by_host(outcome))
+        return outcome
+
+    def _consume(self, open_: list[int], took: dict[str, int]) -> None:
+        """A job took ``took`` (slots by host), reserved room of the reservations
+        ``open_`` first: that room is theirs no longer, lost in their order."""
+        for name, slots in took.items():
+            used = min(slots, sum(self._held[index].get(name, 0) for index in open_))
+            if not used:
+                continue
             self._phantom_slots -= used
             self.phantom[name] -= used
             if not self.phantom[name]:
                 del self.phantom[name]
-            for index in open_:  # the reservations lose it in their order
+            for index in open_:
                 held = self._held[index]
                 lost = min(held.get(name, 0), used)
                 used -= lost
@@ -398,7 +442,6 @@ class ReservationBook:
                     del held[name]
                 elif lost:
                     held[name] -= lost
-        return outcome
 
     def in_the_way(
         self, job: Job, allocate: Callable[[], JobAlloc | Unsatisfied]
@@ -427,19 +470,22 @@ class ReservationBook:
 
     def reserved_for(self, job: Job) -> Unsatisfied:
         """RESERVED: the jobs whose reservations start before ``job`` would end."""
-        end = self._end(job)
-        ahead = sorted(
-            r.jobid for i, r in enumerate(self.reservations) if not self._opens(i, job, end)
-        )
-        jobs = f"job{'s' if len(ahead) > 1 else ''} {', '.join(map(str, ahead))}"
-        why = (
-            "and this job has no run limit"
-            if end == FOREVER
-            else "expected to start before this job would end"
-        )
-        return Unsatisfied(
-            PendingCode.RESERVED, resolvable=True, detail=f"reserved for {jobs}, {why}"
-        )
+        flags = self.open_to(job)
+        reason = self._reasons.get(flags)
+        if reason is None:
+            ahead = sorted(
+                r.jobid for r, open_ in zip(self.reservations, flags[1:], strict=True) if not open_
+            )
+            jobs = f"job{'s' if len(ahead) > 1 else ''} {', '.join(map(str, ahead))}"
+            why = (
+                "expected to start before this job would end"
+                if flags[0]
+                else "and this job has no run limit"
+            )
+            reason = self._reasons[flags] = Unsatisfied(
+                PendingCode.RESERVED, resolvable=True, detail=f"reserved for {jobs}, {why}"
+            )
+        return reason
 
     def _end(self, job: Job) -> int:
         """When ``job`` would end were it started now, by its run limit (ns)."""
@@ -475,7 +521,7 @@ def _slots_of(jobs: list[Job]) -> tuple[tuple[str, int], ...]:
 def _plain(job: Job) -> bool:
     """Whether the job asks for slots only (no select, rusage, span, ...): then it
     fits wherever enough slots are free, which is known without allocating."""
-    return job.request == EMPTY
+    return job.request is EMPTY  # requests are interned: a plain one is EMPTY itself
 
 
 def _slots_by_host(alloc: JobAlloc) -> dict[str, int]:
