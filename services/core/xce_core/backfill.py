@@ -318,9 +318,11 @@ class ReservationBook:
     # --- allocating around reservations ------------------------------------------------
 
     def open_to(self, job: Job) -> tuple[bool, ...]:
-        """Which reservations ``job`` may use (``_opens``), and whether it has a run
-        limit: all that decides how the reservations bear on it (the unsatisfiable
-        cache's key)."""
+        """Whether ``job`` has a run limit, then which reservations it may use
+        (``_opens``): all that decides how the reservations bear on it (the
+        unsatisfiable cache's key); empty while there are none."""
+        if not self.reservations:
+            return ()  # nothing bears on it
         flags = self._open.get(job.jobid)
         if flags is None or len(flags) != len(self.reservations) + 1:  # none made since
             end = self._end(job)
