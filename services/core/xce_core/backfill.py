@@ -95,6 +95,8 @@ class ReservationBook:
         reservations: made this session, in order.
         phantom: free slots held for reservations now, by host.
         blocked_by: under ``strict``, the job that blocks every later one.
+        unplanned: blocked jobs reserved for in vain, in order: the planner found
+            no instant in view at which they could start.
     """
 
     state: ClusterState
@@ -102,6 +104,7 @@ class ReservationBook:
     reservations: list[Reservation] = field(default_factory=list)
     phantom: dict[str, int] = field(default_factory=dict)
     blocked_by: int | None = None
+    unplanned: list[int] = field(default_factory=list)
     _held: list[dict[str, int]] = field(default_factory=list)  # phantom, per reservation
     _made: dict[str | None, int] = field(default_factory=dict)  # reservations, per domain
     _planner: Planner | None = None
@@ -136,6 +139,7 @@ class ReservationBook:
         )
         self._made[policy.domain] = self._made.get(policy.domain, 0) + 1
         if reservation is None:
+            self.unplanned.append(job.jobid)
             return None
         held: dict[str, int] = {}
         for name, slots in reservation.hosts:
