@@ -12,6 +12,7 @@ import pytest
 from xce_core.alloc.outcome import Reservation
 from xce_core.prediction import NoEstimateCode
 from xce_core.snapshot import load_snapshot, save_snapshot
+from xce_core.state import Preemption
 from xce_schemas import BackfillPolicy
 
 from tests.builders import NS, Scenario, cluster, job_spec
@@ -163,3 +164,28 @@ def test_a_job_no_round_has_considered_has_neither() -> None:
     sc.submit(job_spec(5, tasks=1, run_limit_s=10, submit_s=20), at_s=20)
     assert (sc.core.expected_start(5), sc.core.no_expected_start(5)) == (None, None)
     assert (sc.core.expected_start(99), sc.core.no_expected_start(99)) == (None, None)
+
+
+def test_room_owed_to_a_preemptor_does_not_use_up_the_policys_depth() -> None:
+    # As above, J2 is held by its queue (EASY's depth unused). Room owed to a
+    # preemptor (its suspended victims' room) is reserved outside the depth: a
+    # reservation of J3, pending with a preemption in flight, does not make J2
+    # "not the one job easy reserves for". (The state is set by hand: which
+    # sessions hold owed room is the backfill book's business.)
+    sc = (
+        cluster()
+        .hosts_n(4)
+        .queue("normal", max_running=2)
+        .configure(backfill=BackfillPolicy.EASY)
+        .job(1, tasks=2, run_limit_s=100)  # running
+        .job(2, tasks=1, run_limit_s=50, submit_s=10)  # held by the queue's slot limit
+        .job(3, tasks=1, run_limit_s=50, submit_s=10)  # a preemptor, by hand
+        .build()
+    )
+    sc.round(10)
+    state = sc.core.state
+    state.preemptions[3] = Preemption(3, (1,), state.sessions)
+    state.reservations[3] = Reservation(3, 10 * NS, 60 * NS, (("h1", 1),))
+    assert why(sc, 2) is NoEstimateCode.NOT_PLANNED
+    del state.preemptions[3]  # the same reservation made by the policy uses the depth
+    assert why(sc, 2) is NoEstimateCode.BEYOND_DEPTH

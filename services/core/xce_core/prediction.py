@@ -80,13 +80,25 @@ def no_estimate(state: ClusterState, jobid: int) -> NoEstimate | None:
     if jobid in state.unplanned:
         return NoEstimate(NoEstimateCode.NO_INSTANT, policy)
     # Every try the session made counts in its domain, whether it found an instant
-    # or not (``ReservationBook.wants``). A job that left the cluster since has no
-    # domain to count in: it is not counted (the case then reads as NOT_PLANNED).
-    tried = [*state.reservations, *state.unplanned]
+    # or not (``ReservationBook.wants``). Room owed (a preemptor's victims' room, a
+    # suspended job's own hosts) is reserved outside the policy's depth: it is not
+    # counted. A job that left the cluster since has no domain to count in: it is
+    # not counted either (the case then reads as NOT_PLANNED).
+    tried = [
+        *(other for other in state.reservations if _tried(state, other)),
+        *state.unplanned,
+    ]
     made = sum(1 for other in tried if _domain(state, other) == (policy.domain,))
     if made >= policy.depth:
         return NoEstimate(NoEstimateCode.BEYOND_DEPTH, policy)
     return NoEstimate(NoEstimateCode.NOT_PLANNED, policy)
+
+
+def _tried(state: ClusterState, jobid: int) -> bool:
+    """Whether a reservation of the last session counts in its policy's depth: its
+    job is pending and no preemption is in flight for it (else the room is owed)."""
+    job = state.jobs.get(jobid)
+    return job is not None and job.state is JobState.PEND and jobid not in state.preemptions
 
 
 def _domain(state: ClusterState, jobid: int) -> tuple[str | None] | None:

@@ -836,14 +836,20 @@ class ClusterEmulator(Workload):
         return suspended
 
     def _note_predictions(self) -> None:
-        """Keep the first predicted start of each job the round just made a
-        reservation (``first_predicted_start_s``, s from the origin)."""
+        """Keep the first predicted start of each job not started yet that the round
+        just made a reservation (``first_predicted_start_s``, s from the origin); a
+        reservation of a job that has started (room owed to a suspended job for its
+        resume) predicts no start."""
         if self._reservations is None:
             return
         records = self.records
         for reservation in self._reservations():
             record = records.get(reservation.jobid)
-            if record is not None and record.first_predicted_start_s is None:
+            if (
+                record is not None
+                and record.start_s is None
+                and record.first_predicted_start_s is None
+            ):
                 record.first_predicted_start_s = self._s(reservation.start_ts)
 
     def _dispatch(self, now: int, decision: Dispatch) -> None:
