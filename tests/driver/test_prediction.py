@@ -272,17 +272,21 @@ def test_the_what_if_records_predictions_as_simulate_does(tmp_path: Path) -> Non
 
 def test_a_job_that_started_gets_no_predicted_start_from_its_resume() -> None:
     # One host. J1.S0.R100.L100 (normal) runs; J2.S30.R50.L50 (urgent) preempts it:
-    # J1 is suspended at 30 and resumes at 80, when J2 ends. Room owed to J1 for its
-    # resume is no predicted start: J1 started at 0.
+    # J1 is suspended at 30 and resumes at 80, when J2 ends, before J3.S50.R10.L10
+    # (normal), which starts at 150. Where the round at 50 holds room owed to J1 for
+    # its resume (a reservation of J1 at 80), that is no predicted start: J1
+    # started at 0.
     urgent = QueueSpec(name="urgent", priority=100, preemptible_queues=("normal",))
     normal = QueueSpec(name="normal", priority=30, preemptible=True)
     jobs = (
         SimJob(1, 0, 100, 1, "normal", "u1", run_limit_s=100),
         SimJob(2, 30, 50, 1, "urgent", "u1", run_limit_s=50),
+        SimJob(3, 50, 10, 1, "normal", "u1", run_limit_s=10),
     )
     load = MappedWorkload(jobs, {}, 1, 1, 0, {"urgent": 100, "normal": 30})
     result = simulate(load, BackfillPolicy.EASY, queues=(urgent, normal))
     first = result.records[1]
     assert (first.start_s, first.times_suspended, first.end_s) == (0, 1, 150)
     assert first.first_predicted_start_s is None
-    assert result.records[2].start_s == 30
+    assert (result.records[2].start_s, result.records[3].start_s) == (30, 150)
+    assert result.records[3].first_predicted_start_s is not None
