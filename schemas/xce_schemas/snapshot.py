@@ -153,6 +153,9 @@ class CoreSnapshot(WireModel):
         expiries: (second, jobid) at which a job's timed reservations end.
         preemptions: preemptions in flight, in the order they were made.
         reservations: the reservations of the last session, in the order made.
+        unplanned: the jobs the last session tried to reserve for in vain (no
+            instant in view at which they could start), in order; left out when
+            there are none, so older snapshots load and write the same bytes.
         counters, clock, prng, picker: see their models.
 
     Users and projects are attributes of jobs and queues here (no separate tables);
@@ -174,6 +177,7 @@ class CoreSnapshot(WireModel):
     expiries: tuple[tuple[int, JobId], ...] = ()
     preemptions: tuple[PreemptionDoc, ...] = ()
     reservations: tuple[ReservationDoc, ...] = ()
+    unplanned: tuple[JobId, ...] = Field(default=(), exclude_if=lambda value: not value)
     counters: Counters
     clock: ClockState
     prng: PrngState

@@ -55,6 +55,7 @@ CSV_HEADER = [
     "killed_by_runlimit",
     "rejected",
     "run_limit_s",
+    "first_predicted_start_s",
 ]
 
 GOOD_RECORD = "1 0 5 100 4 -1 -1 4 200 -1 1 3 2 7 1 1 -1 -1"

@@ -587,17 +587,29 @@ def test_a_job_in_a_queue_nobody_defines_is_a_named_error() -> None:
 def test_jobs_csv_columns(tmp_path: Path) -> None:
     records = [
         JobRecord(1, 0, 100, 1, 0, 150, ("h001",), times_suspended=1, suspended_s=50),
-        JobRecord(2, 0, 100, 1, 0, 60, ("h002",), killed_by_runlimit=True, run_limit_s=120),
+        JobRecord(
+            2,
+            0,
+            100,
+            1,
+            0,
+            60,
+            ("h002",),
+            killed_by_runlimit=True,
+            run_limit_s=120,
+            first_predicted_start_s=30,
+        ),
         JobRecord(3, 5, 10, 1, rejected=True, rejected_reason="queue_closed", run_limit_s=1),
     ]
     path = tmp_path / "jobs.csv"
     write_jobs_csv(records, path)
-    # run_limit_s is the last column, empty for a job that gave none.
+    # run_limit_s, empty for a job that gave none; first_predicted_start_s last,
+    # empty for a job no round predicted a start for.
     assert path.read_text().splitlines() == [
         ",".join(CSV_COLUMNS),
-        "1,0,0,150,1,h001,1,50,0,,",
-        "2,0,0,60,1,h002,0,0,1,,120",
-        "3,5,,,1,,0,0,0,queue_closed,1",
+        "1,0,0,150,1,h001,1,50,0,,,",
+        "2,0,0,60,1,h002,0,0,1,,120,30",
+        "3,5,,,1,,0,0,0,queue_closed,1,",
     ]
 
 

@@ -110,6 +110,8 @@ class ReservationBook:
         phantom: free slots held (or to hold) for reservations now, by host.
         held: whether ``phantom`` is taken on the state now.
         blocked_by: under ``strict``, the job that blocks every later one.
+        unplanned: blocked jobs reserved for in vain, in order: the planner found
+            no instant in view at which they could start.
     """
 
     state: ClusterState
@@ -118,6 +120,7 @@ class ReservationBook:
     phantom: dict[str, int] = field(default_factory=dict)
     held: bool = False
     blocked_by: int | None = None
+    unplanned: list[int] = field(default_factory=list)
     _held: list[dict[str, int]] = field(default_factory=list)  # phantom, per reservation
     _phantom_slots: int = 0  # sum of ``phantom``
     _made: dict[str | None, int] = field(default_factory=dict)  # reservations, per domain
@@ -185,6 +188,7 @@ class ReservationBook:
         self._made[policy.domain] = self._made.get(policy.domain, 0) + 1
         reservation, held = plan[0], dict(plan[1])
         if reservation is None:
+            self.unplanned.append(job.jobid)
             return None
         self._add(reservation, held)
         return reservation

@@ -49,7 +49,7 @@ from xce_schemas.errors import describe
 from xce_schemas.events import ResourceType
 
 from xce_core.alloc.job import allocate_job
-from xce_core.alloc.outcome import Placement, Unsatisfied
+from xce_core.alloc.outcome import Placement, Reservation, Unsatisfied
 from xce_core.alloc.primary import NeverMemo, allocate_primary
 from xce_core.alloc.records import build_records
 from xce_core.backfill import Plans, ReservationBook, backfills
@@ -65,6 +65,7 @@ from xce_core.plugins import (
     PluginRegistry,
     QueueInfo,
 )
+from xce_core.prediction import NoEstimate, expected_start, no_estimate
 from xce_core.preempt.preemptor import Preemptor
 from xce_core.resreq.model import EMPTY
 from xce_core.resreq.parser import parse_resreq
@@ -255,6 +256,22 @@ class SchedCore:
             return last  # not about any host: a queue limit, a bad request, ...
         hosts = occupancy_reasons(self.state.host_order, 1)
         return make_pending_reason(last.main, hosts, last.resources, last.detail)
+
+    def expected_start(self, jobid: int) -> Reservation | None:
+        """When and where a pending job is expected to start: its reservation from the
+        last session (``start_ts`` ns, ``hosts`` as ``(host, slots)``, ``running``:
+        how many running jobs' run limits the estimate rests on). None when the job
+        is not pending or the last session made it no reservation
+        (``no_expected_start`` says why)."""
+        return expected_start(self.state, jobid)
+
+    def no_expected_start(self, jobid: int) -> NoEstimate | None:
+        """Why the last session predicted no start for a pending job (its policy is
+        ``greedy``, the planner found no instant in view, its policy's reservation
+        depth went to other jobs, or it was not reserved for at all:
+        ``xce_core.prediction``). None when it has an expected start, is not
+        pending, or no session has considered it yet."""
+        return no_estimate(self.state, jobid)
 
     def cancel_session(self) -> None:
         """Cancel the running session at its next cancellation point (no-op between
@@ -597,6 +614,7 @@ class SchedCore:
             self._session = None
             book = session.book
             state.reservations = {} if book is None else {r.jobid: r for r in book.reservations}
+            state.unplanned = () if book is None else tuple(book.unplanned)
             if book is not None:
                 book.close()
                 self._plans = book.plans_made

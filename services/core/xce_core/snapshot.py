@@ -128,6 +128,7 @@ def save_snapshot(core: SchedCore) -> CoreSnapshot:
             )
             for r in state.reservations.values()
         ),
+        unplanned=state.unplanned,
         counters=Counters(
             next_instid=state.next_instid, sessions=state.sessions, events=core.events
         ),
@@ -260,6 +261,7 @@ def load_snapshot(
         r.jobid: Reservation(r.jobid, r.start_ts, r.end_ts, r.hosts, r.running)
         for r in snapshot.reservations
     }
+    state.unplanned = snapshot.unplanned
     state.resources = {r.name: r for r in snapshot.resources}
     state.resvals = {(v.resource, v.host or ""): v.value for v in snapshot.resvals}
     state.next_instid = snapshot.counters.next_instid

@@ -236,6 +236,9 @@ class ClusterState:
     values are never compared, only whether they moved (``CACHE`` marks such fields).
 
     ``preemptions`` holds the preemptions in flight by preemptor jobid.
+    ``reservations`` holds the last session's reservations by jobid (each job's
+    expected start), ``unplanned`` the jobs that session tried to reserve for and
+    could not: the planner found no instant in view at which they could start.
     ``queue_slots`` and ``user_slots`` are the slots running jobs hold per queue and
     per (queue, user), for the queues' slot limits; ``running`` indexes the running
     jobs and ``to_resume`` the jobs suspended by a preemption. All four follow from
@@ -257,6 +260,7 @@ class ClusterState:
     next_instid: int = 1
     sessions: int = 0
     preemptions: dict[int, Preemption] = field(default_factory=dict)
+    unplanned: tuple[int, ...] = ()
     reservations: dict[int, Reservation] = field(default_factory=dict)
     hosts_version: int = field(default=0, metadata=CACHE)
     multi_slot_hosts: int = field(default=0, metadata=CACHE)  # hosts of other than one slot

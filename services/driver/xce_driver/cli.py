@@ -647,10 +647,16 @@ def _figure(value: float | None, spec: str) -> str:
     return "n/a" if value is None else format(value, spec)
 
 
-def _summary_rows(report: Report, wall_label: str) -> list[tuple[str, str]]:
-    """The summary table's rows of one report: (figure, value)."""
+def _summary_rows(
+    report: Report, wall_label: str, predictions: bool | None = None
+) -> list[tuple[str, str]]:
+    """The summary table's rows of one report: (figure, value). The start-time
+    prediction row is there when ``predictions`` says so, by default when some
+    job that started had a predicted start."""
     waits = (report.mean_wait_s, report.median_wait_s, report.max_wait_s)
-    return [
+    if predictions is None:
+        predictions = report.predicted_jobs > 0
+    rows = [
         ("policy", report.policy),
         ("cluster", f"{_plural(report.hosts, 'host')}, {_plural(report.slots, 'slot')}"),
         (
@@ -697,6 +703,21 @@ def _summary_rows(report: Report, wall_label: str) -> list[tuple[str, str]]:
         ("decisions", ", ".join(f"{op} {n:,}" for op, n in report.decisions.items())),
         (wall_label, f"{report.sim_wall_s:.2f} s"),
     ]
+    if predictions:
+        rows.insert(
+            -2, ("predicted starts: jobs / mean abs error / mean error", _predictions(report))
+        )
+    return rows
+
+
+def _predictions(report: Report) -> str:
+    """The prediction row's value: how many jobs, and their errors (s)."""
+    if report.prediction_mae_s is None or report.prediction_mean_error_s is None:
+        return "0 / n/a / n/a"
+    return (
+        f"{report.predicted_jobs:,} / {report.prediction_mae_s:,.0f} s / "
+        f"{report.prediction_mean_error_s:+,.0f} s"
+    )
 
 
 class _Results(Console):
@@ -1010,9 +1031,11 @@ def _print_what_if(console: Console, args: argparse.Namespace, result: WhatIfRes
     table.add_column("figure", style="bold")
     table.add_column("base run", justify="right")
     table.add_column("what-if", justify="right")
+    # The base run is read from its recording, which keeps no predictions.
+    predictions = bool(result.base.predicted_jobs or result.alternative.predicted_jobs)
     rows = zip(
-        _summary_rows(result.base, "wall time"),
-        _summary_rows(result.alternative, "wall time"),
+        _summary_rows(result.base, "wall time", predictions),
+        _summary_rows(result.alternative, "wall time", predictions),
         strict=True,
     )
     for (name, base_value), (_, value) in list(rows)[1:-1]:  # not the policy nor wall time

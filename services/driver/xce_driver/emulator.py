@@ -59,10 +59,11 @@ from __future__ import annotations
 
 import heapq
 import itertools
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from enum import IntEnum
 
+from xce_core.alloc.outcome import Reservation
 from xce_core.core import SchedCore
 from xce_core.errors import EventError
 from xce_schemas import (
@@ -151,6 +152,10 @@ class JobRecord:
         run_limit_s: the job's own run limit, s, as submitted (or last changed by a
             ``JOB_UPDATE``); None: it gave none. An estimate for backfilling, not
             a kill: only its queue's ``run_limit_s`` kills a job.
+        first_predicted_start_s: the start the core first predicted for it (the
+            first reservation a round made it, ``SchedCore.expected_start``), s from
+            the trace origin; None: no round predicted one (it never waited under a
+            backfill policy that reserves, or no emulator asked).
     """
 
     jobid: int
@@ -167,6 +172,7 @@ class JobRecord:
     suspended_s: int = 0
     killed_by_runlimit: bool = False
     run_limit_s: int | None = None
+    first_predicted_start_s: int | None = None
 
     @property
     def left_suspended(self) -> bool:
@@ -396,6 +402,11 @@ class ClusterEmulator(Workload):
             rounds on the grid of ``round_interval_s`` from the last tick.
         run_plans: how long jobs run, by jobid, for jobs that are not in ``jobs``
             (submitted by ``inputs`` or adopted) or whose run time it overrides.
+        reservations: gives the reservations of the core's last session (e.g.
+            ``lambda: core.state.reservations.values()``); after each round the
+            emulator keeps each job's first as its record's
+            ``first_predicted_start_s``. None: no predictions are recorded (a core
+            behind a bus).
 
     Attributes:
         refused: inputs the core refused, with its reason (a what-if's events
@@ -419,6 +430,7 @@ class ClusterEmulator(Workload):
         inputs: Sequence[CoreEvent] = (),
         run_plans: Mapping[int, RunPlan] | None = None,
         controller_rounds: bool = False,
+        reservations: Callable[[], Iterable[Reservation]] | None = None,
     ) -> None:
         if round_interval_s is not None and round_interval_s <= 0:
             raise ValueError(f"round interval must be positive, not {round_interval_s}")
@@ -429,6 +441,7 @@ class ClusterEmulator(Workload):
         self._inputs = tuple(inputs)
         self._inputs_left = len(self._inputs)
         self._controller_rounds = controller_rounds
+        self._reservations = reservations
         self._anchor_ns = self._origin_ns  # where the round grid starts
         self._run_plans = dict(run_plans or {})
         self._queue_of = {job.jobid: job.queue for job in jobs}
@@ -799,6 +812,7 @@ class ClusterEmulator(Workload):
         self._last_round_ns = now
         self.stats.rounds += 1
         self._push(event or BeginRound(ts=now))
+        self._note_predictions()
         decided, self._decided = self._decided, []
         suspended = False
         for decision in decided:
@@ -820,6 +834,23 @@ class ClusterEmulator(Workload):
             elif isinstance(decision, Resume):
                 self._resume(now, decision.jobid)
         return suspended
+
+    def _note_predictions(self) -> None:
+        """Keep the first predicted start of each job not started yet that the round
+        just made a reservation (``first_predicted_start_s``, s from the origin); a
+        reservation of a job that has started (room owed to a suspended job for its
+        resume) predicts no start."""
+        if self._reservations is None:
+            return
+        records = self.records
+        for reservation in self._reservations():
+            record = records.get(reservation.jobid)
+            if (
+                record is not None
+                and record.start_s is None
+                and record.first_predicted_start_s is None
+            ):
+                record.first_predicted_start_s = self._s(reservation.start_ts)
 
     def _dispatch(self, now: int, decision: Dispatch) -> None:
         jobid = decision.jobid

@@ -36,6 +36,7 @@ from xce_core.core import SchedCore
 from xce_core.errors import EventError
 from xce_core.pending import render
 from xce_core.plugins import PluginRegistry
+from xce_core.prediction import NoEstimateCode
 from xce_core.snapshot import SnapshotError, load_snapshot, save_snapshot
 from xce_schemas import (
     RECORDING_VERSION,
@@ -627,8 +628,10 @@ def explain_job(
     registry: PluginRegistry | None = None,
 ) -> str:
     """Why job ``jobid`` was where it was at logical time ``at_ts`` (ns) of a recording
-    (default: the end), in plain words: pending with its reason and host counts,
-    running or suspended on its hosts, not yet submitted, or ended.
+    (default: the end), in plain words: pending with its reason and host counts and
+    when and where it is expected to start, or why no start is predicted
+    (``start_estimate``), running or suspended on its hosts, not yet submitted, or
+    ended.
 
     ``at_offset_s`` gives the time instead as seconds after the recording's first
     SNAPSHOT (a simulation's trace origin, the times of its per-job CSV).
@@ -682,7 +685,47 @@ def explain_job(
     reason = core.explain(jobid)
     if reason is None:
         return f"job {jobid} at {when}: pending, not yet considered by a scheduling round"
-    return f"job {jobid} at {when}: pending: {render(reason)}"
+    estimate = start_estimate(core, jobid)
+    return f"job {jobid} at {when}: pending: {render(reason)}" + (estimate and f"; {estimate}")
+
+
+def start_estimate(core: SchedCore, jobid: int) -> str:
+    """When and where a pending job is expected to start, by the core's last round, in
+    words (``SchedCore.expected_start``), or why no start is predicted
+    (``SchedCore.no_expected_start``); "" for a job neither applies to (not pending,
+    or not yet considered by a round)."""
+    reservation = core.expected_start(jobid)
+    if reservation is not None:
+        hosts = len({host for host, _ in reservation.hosts})
+        text = f"expected to start at {format_ts(reservation.start_ts)} on {_count(hosts, 'host')}"
+        text += " (reserved)"
+        if reservation.running:
+            text += (
+                f"; estimate from the run limits of {_count(reservation.running, 'running job')}"
+            )
+        return text
+    why = core.no_expected_start(jobid)
+    if why is None:
+        return ""
+    policy = why.policy
+    name = f"the {policy.name.value} backfill policy"
+    if policy.domain is not None:
+        name += f" of queue {policy.domain!r}"
+    if why.code is NoEstimateCode.GREEDY:
+        return f"no start time is predicted under {name}"
+    if why.code is NoEstimateCode.NO_INSTANT:
+        return "no start time can be predicted: jobs it waits for have no run limit"
+    if why.code is NoEstimateCode.BEYOND_DEPTH:
+        among = "the one job" if policy.depth == 1 else f"among the {policy.depth:,} jobs"
+        return f"no start time is predicted: it is not {among} {name} reserves for"
+    return (
+        "no start time is predicted: the last round made no reservation for it (a job "
+        "its queue holds, one waiting for a preemption, or one that can never run gets none)"
+    )
+
+
+def _count(count: int, noun: str) -> str:
+    return f"{count:,} {noun}" + ("" if count == 1 else "s")
 
 
 def _absent(path: Path, jobid: int, at_ts: int) -> str:

@@ -21,6 +21,16 @@ up at its timeout; 0 otherwise), ``jobs_killed_by_runlimit`` the jobs killed at
 their queue's run limit (counted as finished). ``jobs_rejected`` counts every job the controller
 turned away, ``jobs_rejected_queue_closed`` those submitted to a closed queue.
 
+Start-time prediction: a job's *first predicted start* is the start the core
+predicted for it in the first round that made it a reservation (a backfill policy
+other than ``greedy``; ``JobRecord.first_predicted_start_s``). ``predicted_jobs``
+counts the jobs that got one and started; over them, ``prediction_mae_s`` is the
+mean absolute error |actual start − first predicted start| (s) and
+``prediction_mean_error_s`` the mean signed error, actual − predicted (s; positive:
+later than predicted, e.g. running jobs outlasting their run limits; negative:
+earlier, e.g. jobs ending before their run limits). Both are None when no job got
+a prediction and started.
+
 Skipped records: ``jobs_skipped`` counts the workload's records that could not
 become jobs, and ``jobs_skipped_by_reason`` splits that count by reason (every reason
 of ``mapping.SKIP_REASONS``, zeros included: ``{"unknown_submit_time": 0,
@@ -49,7 +59,8 @@ class Report:
     """A simulation's summary; ``to_json`` gives the ``--report`` document.
 
     Times are seconds. The wait figures are None when no job started, the mean
-    bounded slowdown is None when no job finished (nothing to average).
+    bounded slowdown is None when no job finished, the prediction errors are None
+    when no job that started had a predicted start (nothing to average).
     """
 
     workload: str
@@ -80,6 +91,9 @@ class Report:
     events: int
     decisions: dict[str, int] = field(default_factory=dict)
     sim_wall_s: float = 0.0
+    predicted_jobs: int = 0
+    prediction_mae_s: float | None = None
+    prediction_mean_error_s: float | None = None
 
     def to_json(self) -> dict[str, object]:
         """The report as a JSON-ready dict (field order as declared)."""
@@ -108,6 +122,12 @@ def summarize(
     started = [r for r in records if r.start_s is not None]
     ran = [(r, r.ran_s, r.end_s) for r in started if r.ran_s is not None and r.end_s is not None]
     waits = [r.start_s - r.submit_s for r in started if r.start_s is not None]
+    # Actual − first predicted start, s, of the jobs that got a prediction and started.
+    errors = [
+        r.start_s - r.first_predicted_start_s
+        for r in started
+        if r.start_s is not None and r.first_predicted_start_s is not None
+    ]
     slowdowns = [max(1.0, (end - r.submit_s) / max(run, SLOWDOWN_BOUND_S)) for r, run, end in ran]
     makespan = 0
     work = 0
@@ -150,6 +170,9 @@ def summarize(
         events=events,
         decisions=dict(sorted(decisions.items())),
         sim_wall_s=round(sim_wall_s, 3),
+        predicted_jobs=len(errors),
+        prediction_mae_s=round(statistics.fmean(map(abs, errors)), 3) if errors else None,
+        prediction_mean_error_s=round(statistics.fmean(errors), 3) if errors else None,
     )
 
 
@@ -166,6 +189,7 @@ CSV_COLUMNS = (
     "killed_by_runlimit",
     "rejected",
     "run_limit_s",
+    "first_predicted_start_s",
 )
 
 
@@ -178,7 +202,9 @@ def write_jobs_csv(records: Iterable[JobRecord], path: str | Path) -> None:
     1 when its queue's run limit killed it, else 0; ``rejected`` empty, or why the
     controller turned it away (``larger_than_cluster``, ``queue_closed``);
     ``run_limit_s`` the job's own run limit, s (from a trace: its requested time, or
-    its run time, by ``--swf-estimate``), empty when it gave none.
+    its run time, by ``--swf-estimate``), empty when it gave none;
+    ``first_predicted_start_s`` the start the core first predicted for it (s from
+    the trace origin), empty when no round predicted one.
     """
     with open(path, "w", newline="", encoding="utf-8") as handle:
         writer = csv.writer(handle)
@@ -197,5 +223,6 @@ def write_jobs_csv(records: Iterable[JobRecord], path: str | Path) -> None:
                     int(r.killed_by_runlimit),
                     r.rejected_reason,
                     "" if r.run_limit_s is None else r.run_limit_s,
+                    "" if r.first_predicted_start_s is None else r.first_predicted_start_s,
                 ]
             )

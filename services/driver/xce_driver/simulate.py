@@ -271,6 +271,7 @@ def run_simulation(
         push,
         origin_s=workload.origin_s,
         round_interval_s=round_interval_s,
+        reservations=lambda: core.state.reservations.values(),
     )
     emulator.start()
     if recorder is not None:

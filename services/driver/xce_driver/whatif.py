@@ -53,6 +53,10 @@ figures cannot be right (the command exits 1).
 **Times.** Per-job times are seconds from the base recording's first SNAPSHOT (a
 simulation's trace origin), so the what-if's per-job CSV and a ``simulate
 --jobs-out`` of the alternative workload compare job by job.
+
+**Predicted starts.** The what-if's rounds record each job's first predicted start
+as ``simulate``'s do (``ClusterEmulator(reservations=...)``); the base run is read
+from its recording, which keeps no predictions (its report says 0 jobs, None).
 """
 
 from __future__ import annotations
@@ -643,6 +647,7 @@ def what_if(
             inputs=alt.inputs,
             run_plans=(plans := _plans(base.plans(), alt, snapshot)),
             controller_rounds=controller,
+            reservations=lambda: core.state.reservations.values(),
         )
         submitted = [
             job.jobid for e in alt.inputs if isinstance(e, JobsPush) for job in e.payload.jobs
