@@ -129,10 +129,15 @@ class ReservationBook:
     # (a suspended job's resume), or None.
     _yields_to: list[int | None] = field(default_factory=list)
     _open: dict[int, tuple[bool, ...]] = field(default_factory=dict)  # jobid → ``open_to``
+    # host → the reservations naming it: the first to take a free host holds it, but
+    # every one naming it needs it (a job may take it only if it may use them all).
+    _naming: dict[str, list[int]] = field(default_factory=dict)
     _reasons: dict[tuple[bool, ...], Unsatisfied] = field(default_factory=dict)  # by ``open_to``
     _planner: Planner | None = None
     plans: Plans = field(default_factory=dict)
     plans_made: Plans = field(default_factory=dict)
+    previous: dict[int, Reservation] = field(default_factory=dict)
+    _on_host: tuple[int, dict[str, list[tuple[int, int]]]] | None = None
 
     # --- reserving -------------------------------------------------------------------
 
@@ -187,6 +192,18 @@ class ReservationBook:
                 self.plans_made[key] = plan
         self._made[policy.domain] = self._made.get(policy.domain, 0) + 1
         reservation, held = plan[0], dict(plan[1])
+        kept = self.previous.get(job.jobid)
+        if (
+            kept is not None
+            and kept != reservation
+            and request is EMPTY
+            and (reservation is None or _later(reservation, kept, policy))
+            and self._still_fits(kept)
+        ):
+            # A promise stands while it can be kept: planned afresh, the room may
+            # come out on other hosts or later (other jobs' hosts moved), and a
+            # job's start would drift later round after round.
+            reservation, held = kept, dict(self._room_now(kept))
         if reservation is None:
             self.unplanned.append(job.jobid)
             return None
@@ -203,9 +220,12 @@ class ReservationBook:
                 state.take_slots(state.hosts[name], take)
             phantom[name] = phantom.get(name, 0) + take
             self._phantom_slots += take
+        index = len(self.reservations)
         self.reservations.append(reservation)
         self._held.append(held)
         self._yields_to.append(yields_to)
+        for name, _ in reservation.hosts:
+            self._naming.setdefault(name, []).append(index)
 
     # --- room owed (held before any job is tried) ---------------------------------------
 
@@ -240,11 +260,7 @@ class ReservationBook:
         state, now = self.state, self.now
         if not suspended:
             return
-        on_host: dict[str, list[tuple[int, int]]] = {}  # host → (expected end, slots)
-        for other in state.running.values():
-            at = expected_end(state, other, now)
-            for name, slots in _slots_of([other]):
-                on_host.setdefault(name, []).append((at, slots))
+        on_host = self._running_on_hosts()
         for job in suspended:
             hosts = _slots_of([job])
             start = now
@@ -287,6 +303,44 @@ class ReservationBook:
             if take > 0:
                 out.append((name, take))
         return tuple(out)
+
+    def _still_fits(self, reservation: Reservation) -> bool:
+        """Whether a reservation of the last round still fits as it is: it starts
+        later than now and each of its hosts has its slots then, given the running
+        jobs' expected ends and the reservations made this round (slots only)."""
+        start, until = reservation.start_ts, reservation.until
+        if start <= self.now:
+            return False
+        state = self.state
+        on_host = self._running_on_hosts()
+        for name, slots in reservation.hosts:
+            host = state.hosts.get(name)
+            if host is None or host.status is not HostStatus.OK:
+                return False
+            busy = sum(taken for end, taken in on_host.get(name, ()) if end > start)
+            held = sum(
+                taken
+                for other in self.reservations
+                if other.overlaps(start, until)
+                for where, taken in other.hosts
+                if where == name
+            )
+            if host.slots - busy - held < slots:
+                return False
+        return True
+
+    def _running_on_hosts(self) -> dict[str, list[tuple[int, int]]]:
+        """The running jobs' slots by host, with their expected ends: ``(end ns,
+        slots)`` (rebuilt when a job started, stopped or resumed)."""
+        state = self.state
+        if self._on_host is None or self._on_host[0] != state.plan_version:
+            on_host: dict[str, list[tuple[int, int]]] = {}
+            for other in state.running.values():
+                at = expected_end(state, other, self.now)
+                for name, slots in _slots_of([other]):
+                    on_host.setdefault(name, []).append((at, slots))
+            self._on_host = (state.plan_version, on_host)
+        return self._on_host[1]
 
     def _planned(self, key: tuple[object, ...] | None) -> Plan | None:
         """The last session's plan of a job planned by counting, when nothing it
@@ -357,12 +411,8 @@ class ReservationBook:
         fewer than its tasks); False when only allocating can tell."""
         if not _plain(job):
             return False
-        flags = self.open_to(job)
-        closed = sum(
-            sum(held.values())
-            for held, open_ in zip(self._held, flags[1:], strict=True)
-            if held and not open_
-        )
+        opened = sum(self._open_room(job).values())
+        closed = self._phantom_slots - opened
         return self.unreserved_free() - closed < job.tasks
 
     def allocate(
@@ -372,22 +422,19 @@ class ReservationBook:
         every reservation that starts once it has ended (by its run limit) open to
         it, and offered first; the rest of the reserved room stays held."""
         state = self.state
+        own = self._own_hosts(job)
         if not self.held and not state.multi_slot_hosts and _plain(job):
-            return self._allocate_counted(job, allocate)
+            return self._allocate_counted(job, allocate, own)
         self.hold()
-        flags = self.open_to(job)
-        open_ = [i for i, held in enumerate(self._held) if held and flags[i + 1]]
-        if not open_:
+        given = self._open_room(job)
+        if not given and not own:
             return allocate()
-        given: dict[str, int] = {}
-        for index in open_:
-            for name, slots in self._held[index].items():
-                given[name] = given.get(name, 0) + slots
         if _plain(job) and state.free_index.total_free + sum(given.values()) < job.tasks:
             return allocate()  # too few slots even with that room: no need to open it
         for name, slots in given.items():
             state.give_slots(state.hosts[name], slots)
-        state.free_index.prefer(tuple(sorted(state.hosts[name].position for name in given)))
+        opened = sorted(state.hosts[name].position for name in given)
+        state.free_index.prefer(tuple(own + [p for p in opened if p not in own]))
         try:
             outcome = allocate()
         finally:
@@ -395,25 +442,47 @@ class ReservationBook:
         took = _slots_by_host(outcome) if isinstance(outcome, JobAlloc) else {}
         for name, slots in given.items():
             state.take_slots(state.hosts[name], slots - min(slots, took.get(name, 0)))
-        self._consume(open_, took)
+        self._consume(given, took)
         return outcome
 
+    def _own_hosts(self, job: Job) -> list[int]:
+        """The positions of the hosts the job's reservation of the last round named
+        (none without one): a job offered them first starts where it was planned,
+        and the plans made around it still hold."""
+        kept = self.previous.get(job.jobid)
+        if kept is None:
+            return []
+        hosts = self.state.hosts
+        return sorted(hosts[name].position for name, _ in kept.hosts if name in hosts)
+
     def _allocate_counted(
-        self, job: Job, allocate: Callable[[], JobAlloc | Unsatisfied]
+        self, job: Job, allocate: Callable[[], JobAlloc | Unsatisfied], own: list[int]
     ) -> JobAlloc | Unsatisfied:
         """``allocate`` for a plain job on one-slot hosts while the reserved room is
-        not held: the hosts it would get were it held are known (the open reserved
-        hosts in host order, then the free unreserved ones in host order), so they
-        are offered first and nothing is taken or given back to find them."""
+        not held: the hosts it would get were it held are known (the free hosts of
+        its own last reservation, the open reserved hosts, then the free unreserved
+        ones, each in host order), so they are offered first and nothing is taken
+        or given back to find them."""
         state = self.state
-        hosts, tasks = state.hosts, job.tasks
-        flags = self.open_to(job)
-        open_ = [i for i, held in enumerate(self._held) if held and flags[i + 1]]
-        chosen = sorted(hosts[name].position for i in open_ for name in self._held[i])[:tasks]
+        hosts, tasks, order = state.hosts, job.tasks, state.host_order
+        given = self._open_room(job)
+        reserved = {hosts[name].position for name in self.phantom}
+        opened = {hosts[name].position for name in given}
+        chosen = [
+            p
+            for p in own
+            if order[p].status is HostStatus.OK
+            and order[p].used < order[p].slots
+            and (p not in reserved or p in opened)
+        ][:tasks]
+        for position in sorted(opened):
+            if len(chosen) == tasks:
+                break
+            if position not in chosen:
+                chosen.append(position)
         if len(chosen) < tasks:
-            reserved = {hosts[name].position for name in self.phantom}
             for position in state.free_index.positions_at_least(1):
-                if position not in reserved:
+                if position not in reserved and position not in chosen:
                     chosen.append(position)
                     if len(chosen) == tasks:
                         break
@@ -426,22 +495,36 @@ class ReservationBook:
         finally:
             state.free_index.prefer(())
         if isinstance(outcome, JobAlloc):
-            self._consume(open_, _slots_by_host(outcome))
+            self._consume(given, _slots_by_host(outcome))
         return outcome
 
-    def _consume(self, open_: list[int], took: dict[str, int]) -> None:
-        """A job took ``took`` (slots by host), reserved room of the reservations
-        ``open_`` first: that room is theirs no longer, lost in their order."""
+    def _open_room(self, job: Job) -> dict[str, int]:
+        """The held room ``job`` may take, by host: where every reservation naming
+        the host is open to it (``open_to``)."""
+        flags = self.open_to(job)
+        if not self.phantom or not any(flags[1:]):
+            return {}
+        if all(flags[1:]):
+            return dict(self.phantom)
+        naming = self._naming
+        return {
+            name: slots
+            for name, slots in self.phantom.items()
+            if all(flags[index + 1] for index in naming[name])
+        }
+
+    def _consume(self, given: dict[str, int], took: dict[str, int]) -> None:
+        """A job took ``took`` (slots by host), the held room ``given`` first: that
+        room is reserved no longer (every reservation naming it was open to it)."""
         for name, slots in took.items():
-            used = min(slots, sum(self._held[index].get(name, 0) for index in open_))
+            used = min(slots, given.get(name, 0))
             if not used:
                 continue
             self._phantom_slots -= used
             self.phantom[name] -= used
             if not self.phantom[name]:
                 del self.phantom[name]
-            for index in open_:
-                held = self._held[index]
+            for held in self._held:
                 lost = min(held.get(name, 0), used)
                 used -= lost
                 if lost and not (held[name] - lost):
@@ -512,6 +595,18 @@ class ReservationBook:
         self.held = False
         for held in self._held:
             held.clear()
+
+
+def _later(planned: Reservation, kept: Reservation, policy: Policy) -> bool:
+    """Whether a reservation planned afresh is worse than the one kept from the last
+    round: later; or, where several jobs hold reservations (``hybrid``,
+    ``conservative``), no earlier, since the others were planned around the kept
+    one's hosts. With one (``easy``, ``strict``) the fresh plan's hosts are taken at
+    the same start: it takes busy-now hosts first, which leaves the most free room
+    to backfill (EASY's extra slots)."""
+    if policy.depth > 1:
+        return planned.start_ts >= kept.start_ts
+    return planned.start_ts > kept.start_ts
 
 
 def _slots_of(jobs: list[Job]) -> tuple[tuple[str, int], ...]:

@@ -604,7 +604,9 @@ class SchedCore:
         state.sessions += 1
         session = self._session = SessionState(state.sessions, event.ts)
         if backfills(state):
-            session.book = ReservationBook(state, event.ts, plans=self._plans)
+            session.book = ReservationBook(
+                state, event.ts, plans=self._plans, previous=state.reservations
+            )
         if self._never_version != state.hosts_version:
             self.never.clear()
             self._never_version = state.hosts_version

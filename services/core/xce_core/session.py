@@ -204,7 +204,7 @@ class Session:
         """Allocate the job on the real state, around the session's reservations; a
         job that only reserved room stops says so (RESERVED)."""
         book = self.state.book
-        if book is None or not book.reservations:
+        if book is None or not (book.reservations or job.jobid in book.previous):
             return self.core.allocate(job, self.state)
         if book.cannot_fit(job):  # known by counting: nothing is taken to find it out
             if book.unreserved_free() < job.tasks:
