@@ -129,9 +129,10 @@ class ReservationBook:
     # (a suspended job's resume), or None.
     _yields_to: list[int | None] = field(default_factory=list)
     _open: dict[int, tuple[bool, ...]] = field(default_factory=dict)  # jobid → ``open_to``
+    _last_open: tuple[Job | None, tuple[bool, ...]] = (None, ())  # the job asked last
     # host → the reservations naming it: the first to take a free host holds it, but
     # every one naming it needs it (a job may take it only if it may use them all).
-    _naming: dict[str, list[int]] = field(default_factory=dict)
+    _naming: tuple[int, dict[str, list[int]]] = (0, {})
     _reasons: dict[tuple[bool, ...], Unsatisfied] = field(default_factory=dict)  # by ``open_to``
     _planner: Planner | None = None
     plans: Plans = field(default_factory=dict)
@@ -220,12 +221,9 @@ class ReservationBook:
                 state.take_slots(state.hosts[name], take)
             phantom[name] = phantom.get(name, 0) + take
             self._phantom_slots += take
-        index = len(self.reservations)
         self.reservations.append(reservation)
         self._held.append(held)
         self._yields_to.append(yields_to)
-        for name, _ in reservation.hosts:
-            self._naming.setdefault(name, []).append(index)
 
     # --- room owed (held before any job is tried) ---------------------------------------
 
@@ -381,6 +379,9 @@ class ReservationBook:
         unsatisfiable cache's key); empty while there are none."""
         if not self.reservations:
             return ()  # nothing bears on it
+        last = self._last_open
+        if last[0] is job and len(last[1]) == len(self.reservations) + 1:
+            return last[1]
         flags = self._open.get(job.jobid)
         if flags is None or len(flags) != len(self.reservations) + 1:  # none made since
             end = self._end(job)
@@ -388,6 +389,7 @@ class ReservationBook:
                 [end < FOREVER] + [self._opens(i, job, end) for i in range(len(self._held))]
             )
             self._open[job.jobid] = flags
+        self._last_open = (job, flags)
         return flags
 
     def _opens(self, index: int, job: Job, end: int) -> bool:
@@ -411,7 +413,13 @@ class ReservationBook:
         fewer than its tasks); False when only allocating can tell."""
         if not _plain(job):
             return False
-        opened = sum(self._open_room(job).values())
+        flags = self.open_to(job)
+        if not self.phantom or not any(flags[1:]):
+            opened = 0
+        elif all(flags[1:]):
+            opened = self._phantom_slots
+        else:
+            opened = sum(self._open_room(job).values())
         closed = self._phantom_slots - opened
         return self.unreserved_free() - closed < job.tasks
 
@@ -506,12 +514,23 @@ class ReservationBook:
             return {}
         if all(flags[1:]):
             return dict(self.phantom)
-        naming = self._naming
+        naming = self._naming_hosts()
         return {
             name: slots
             for name, slots in self.phantom.items()
             if all(flags[index + 1] for index in naming[name])
         }
+
+    def _naming_hosts(self) -> dict[str, list[int]]:
+        """Each host named by a reservation, with the indexes of those naming it
+        (built when first needed after a reservation was made)."""
+        if self._naming[0] != len(self.reservations):
+            naming: dict[str, list[int]] = {}
+            for index, reservation in enumerate(self.reservations):
+                for name, _ in reservation.hosts:
+                    naming.setdefault(name, []).append(index)
+            self._naming = (len(self.reservations), naming)
+        return self._naming[1]
 
     def _consume(self, given: dict[str, int], took: dict[str, int]) -> None:
         """A job took ``took`` (slots by host), the held room ``given`` first: that
