@@ -179,6 +179,10 @@ class ReservationBook:
         state.free_index.prefer(tuple(sorted(state.hosts[name].position for name in given)))
         try:
             outcome = allocate()
+        except BaseException:  # cancelled: held again, as the phantom says (close gives it)
+            for name, slots in given.items():
+                state.take_slots(state.hosts[name], slots)
+            raise
         finally:
             state.free_index.prefer(())
         took = _slots_by_host(outcome) if isinstance(outcome, JobAlloc) else {}
