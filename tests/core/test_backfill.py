@@ -334,6 +334,59 @@ def test_conservative_lets_a_job_ending_before_every_reservation_use_their_room(
 
 
 @pytest.mark.parametrize(
+    ("backfill", "depth", "j6"),
+    [
+        (EASY, None, ("DISPATCH", 6, ("h1",))),
+        (CONSERVATIVE, None, ("PEND", 6, "RESERVED", f"reserved for job 5, {BEFORE_IT_ENDS}")),
+        (HYBRID, 2, ("PEND", 6, "RESERVED", f"reserved for job 5, {BEFORE_IT_ENDS}")),
+    ],
+    ids=[
+        "easy: J5 has no reservation, J6 may take h1 (ends by 20, J4's start)",
+        "conservative: J6 would take h1 from J5, which starts at 10",
+        "hybrid 2: as conservative",
+    ],
+)
+def test_a_job_ending_before_one_reservation_may_not_take_the_room_an_earlier_one_needs(
+    backfill: BackfillPolicy, depth: int | None, j6: Outcome
+) -> None:
+    sc = (
+        policy(cluster().hosts_n(3).queue("normal"), backfill, depth)
+        .job(1, tasks=1, run_limit_s=10)  # J1.T1.L10  h1, ends early (at 1)
+        .job(2, tasks=1, run_limit_s=20)  # J2.T1.L20  h2 until 20
+        .job(3, tasks=1, run_limit_s=10)  # J3.T1.L10  h3 until 10
+        .build()
+    )
+    assert sc.round(0) == [
+        ("DISPATCH", 1, ("h1",)),
+        ("DISPATCH", 2, ("h2",)),
+        ("DISPATCH", 3, ("h3",)),
+    ]
+    sc.finish(1, at_s=1)
+    sc.submit(
+        job_spec(4, tasks=3, run_limit_s=10, submit_s=1),  # J4.T3.L10  reserved at 20: holds h1
+        job_spec(5, tasks=2, run_limit_s=10, submit_s=1),  # J5.T2.L10  reserved at 10 on h3, h1
+        job_spec(6, tasks=1, run_limit_s=15, submit_s=1),  # J6.T1.L15  ends at 16: after 10
+        at_s=1,
+    )
+    assert round_at(sc, 1) == [
+        ("PEND", 4, "NOT_ENOUGH_SLOTS", ""),
+        ("PEND", 5, "NOT_ENOUGH_SLOTS", ""),
+        j6,
+    ]
+    if backfill is EASY:
+        return
+    reservations = sc.core.state.reservations
+    assert reservations[4] == Reservation(4, 20 * NS, 30 * NS, hosts("h2", "h3", "h1"), running=2)
+    assert reservations[5] == Reservation(5, 10 * NS, 20 * NS, hosts("h3", "h1"), running=1)
+    # J3 ends at 10 as expected: J5 starts then, as reserved.
+    sc.finish(3, at_s=10)
+    assert round_at(sc, 10)[:2] == [
+        ("PEND", 4, "NOT_ENOUGH_SLOTS", ""),
+        ("DISPATCH", 5, ("h1", "h3")),
+    ]
+
+
+@pytest.mark.parametrize(
     ("backfill", "depth", "j5", "reserved"),
     [
         (EASY, None, ("DISPATCH", 5, ("h8",)), [2]),
