@@ -104,6 +104,7 @@ class ReservationBook:
     blocked_by: int | None = None
     _held: list[dict[str, int]] = field(default_factory=list)  # phantom, per reservation
     _made: dict[str | None, int] = field(default_factory=dict)  # reservations, per domain
+    _first_need: dict[str, int] = field(default_factory=dict)  # earliest start naming a host
     _planner: Planner | None = None
 
     # --- reserving -------------------------------------------------------------------
@@ -147,6 +148,8 @@ class ReservationBook:
                 self.phantom[name] = self.phantom.get(name, 0) + take
         self.reservations.append(reservation)
         self._held.append(held)
+        for name, _ in reservation.hosts:
+            self._first_need[name] = min(self._first_need.get(name, FOREVER), reservation.start_ts)
         return reservation
 
     def started(self, job: Job) -> None:
@@ -171,7 +174,10 @@ class ReservationBook:
         given: dict[str, int] = {}
         for index in open_:
             for name, slots in self._held[index].items():
-                given[name] = given.get(name, 0) + slots
+                # Only the first reservation naming a free host holds it: a later one
+                # that starts before the job ends may need it too, so it stays held.
+                if self._first_need[name] >= end:
+                    given[name] = given.get(name, 0) + slots
         if _plain(job) and state.free_index.total_free + sum(given.values()) < job.tasks:
             return allocate()  # too few slots even with that room: no need to open it
         for name, slots in given.items():
