@@ -19,6 +19,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from xce_core.alloc.outcome import Reservation
+from xce_core.backfill import expected_end
 from xce_core.core import SchedCore
 from xce_core.errors import EventError
 from xce_core.in_tree import in_tree_registry
@@ -380,10 +381,7 @@ def test_a_job_ending_before_one_reservation_may_not_take_the_room_an_earlier_on
     assert reservations[5] == Reservation(5, 10 * NS, 20 * NS, hosts("h3", "h1"), running=1)
     # J3 ends at 10 as expected: J5 starts then, as reserved.
     sc.finish(3, at_s=10)
-    assert round_at(sc, 10)[:2] == [
-        ("PEND", 4, "NOT_ENOUGH_SLOTS", ""),
-        ("DISPATCH", 5, ("h1", "h3")),
-    ]
+    assert round_at(sc, 10)[0] == ("DISPATCH", 5, ("h1", "h3"))
 
 
 @pytest.mark.parametrize(
@@ -807,9 +805,33 @@ ALL_IDS = ["greedy", "strict", "easy", "hybrid 2", "conservative"]
 _DEPTH = {GREEDY: 0, STRICT: 1, EASY: 1, CONSERVATIVE: 1 << 62}
 
 
+def assert_reservations_hold(core: SchedCore, now: int) -> None:
+    """Every reservation of the round still fits where and when it says: at its start,
+    the running jobs not expected to have ended by then and the reservations holding
+    their room then leave every host within its slots. A job started on reserved room
+    that ends after the reservation starts breaks this."""
+    state = core.state
+    ends = [(expected_end(state, job, now), job) for job in state.running.values()]
+    for reservation in state.reservations.values():
+        at = reservation.start_ts
+        use: dict[str, int] = {}
+        for end, job in ends:
+            if end > at:
+                assert job.alloc is not None
+                for name, slots in job.alloc.slots_by_host().items():
+                    use[name] = use.get(name, 0) + slots
+        for other in state.reservations.values():
+            if other.start_ts <= at < other.until:
+                for name, slots in other.hosts:
+                    use[name] = use.get(name, 0) + slots
+        over = {name: used for name, used in use.items() if used > state.hosts[name].slots}
+        assert not over, (reservation, over)
+
+
 def reservation_checks(backfill: BackfillPolicy, depth: int | None) -> Callable[..., None]:
     """After each round: at most the policy's depth of reservations, each for a job
-    still pending that could run, from the round on; RESERVED names reserved jobs
+    still pending that could run, from the round on, and each still fits (no job
+    started this round took its room past its start); RESERVED names reserved jobs
     only, ORDER_BLOCKED comes only under strict and names a pending job."""
 
     def check(core: SchedCore, made: list[Decision]) -> None:
@@ -825,6 +847,7 @@ def reservation_checks(backfill: BackfillPolicy, depth: int | None) -> Callable[
             assert reservation.start_ts >= now and reservation.until > reservation.start_ts
             assert reservation.hosts and all(name in state.hosts for name, _ in reservation.hosts)
             assert all(slots > 0 for _, slots in reservation.hosts)
+        assert_reservations_hold(core, now)
         for decision in made:
             if not isinstance(decision, Pend):
                 continue
@@ -884,6 +907,81 @@ def test_same_events_give_the_same_decisions_under_every_policy(
     ops = [*ONE_SLOT_HOSTS, *ops] if one_slot else ops
     first = run(ops, check=False, backfill=backfill, reservation_depth=depth)
     assert first == run(ops, check=False, backfill=backfill, reservation_depth=depth)
+
+
+#: A workload: hosts, slots per host, and jobs ``(submit s, size, run limit s, run s)``;
+#: a job asks for ``size`` percent of the cluster's slots (at least one) and runs its
+#: run time, at most its limit (estimates are exact or too long).
+workload = st.tuples(
+    st.integers(2, 6),
+    st.sampled_from((1, 1, 2, 4)),
+    st.lists(
+        st.tuples(st.integers(0, 20), st.integers(0, 100), st.integers(1, 30), st.integers(0, 30)),
+        min_size=4,
+        max_size=14,
+    ),
+)
+
+
+def simulate(
+    backfill: BackfillPolicy, depth: int | None, n_hosts: int, slots: int, jobs: list[Any]
+) -> list[str]:
+    """Run ``jobs`` to the end on a fresh core (a round at each submission and each
+    end, a job ending at its start plus its run time), checking after every round that
+    resources are conserved and that every reservation still fits. Returns the
+    decisions as JSON."""
+    decisions: list[Decision] = []
+    core = SchedCore(on_decision=decisions.append)
+    config = {
+        "backfill": backfill.value,
+        "reservation_depth": depth,
+        "queues": [{"name": "normal"}],
+    }
+    core.push_event(config_push(config))
+    workers = [{"name": f"h{i}", "slots": slots} for i in range(1, n_hosts + 1)]
+    core.push_event({"type": "WORKERS_PUSH", "ts": 0, "payload": {"hosts": workers}})
+    by_submit: dict[int, list[int]] = {}
+    for jobid, (submit_s, *_) in enumerate(jobs, start=1):
+        by_submit.setdefault(submit_s, []).append(jobid)
+    ends: dict[int, int] = {}  # running jobid → end, s
+    while by_submit or ends:
+        now = min([*by_submit, *ends.values()])
+        for jobid in sorted(j for j, end in ends.items() if end == now):
+            del ends[jobid]
+            change = {"jobid": jobid, "state": "DONE"}
+            core.push_event({"type": "JOB_STATE_CHANGE", "ts": now * NS, "payload": change})
+        specs = [
+            {
+                "jobid": jobid,
+                "queue": "normal",
+                "tasks": 1 + jobs[jobid - 1][1] * n_hosts * slots // 101,
+                "run_limit_s": jobs[jobid - 1][2],
+                "submit_ts": now * NS,
+            }
+            for jobid in by_submit.pop(now, [])
+        ]
+        if specs:
+            core.push_event({"type": "JOBS_PUSH", "ts": now * NS, "payload": {"jobs": specs}})
+        start = len(decisions)
+        core.push_event({"type": "BEGIN_ROUND", "ts": now * NS, "payload": {}})
+        assert_conserved(core)
+        assert_reservations_hold(core, now * NS)
+        for decision in decisions[start:]:
+            if isinstance(decision, Dispatch):
+                _, _, limit_s, run_s = jobs[decision.jobid - 1]
+                ends[decision.jobid] = now + min(run_s, limit_s)
+    return [d.model_dump_json() for d in decisions]
+
+
+@pytest.mark.parametrize(("backfill", "depth"), ALL_POLICIES, ids=ALL_IDS)
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(workload=workload)
+def test_reservations_hold_and_resources_are_conserved_in_any_workload(
+    backfill: BackfillPolicy, depth: int | None, workload: tuple[int, int, list[Any]]
+) -> None:
+    n_hosts, slots, jobs = workload
+    first = simulate(backfill, depth, n_hosts, slots, jobs)
+    assert first == simulate(backfill, depth, n_hosts, slots, jobs)
 
 
 # --- cancellation --------------------------------------------------------------------
