@@ -206,9 +206,8 @@ def test_easy_a_job_fitting_in_room_the_reservation_does_not_need_starts_without
 ):
     sc = head_blocked(EASY, n_hosts=5)
     sc.submit(
-        job_spec(
-            2, tasks=4, run_limit_s=10, submit_s=1
-        ),  # J2.T4.L10  reserved on h1-h4: h5 is extra
+        # J2.T4.L10  reserved on h1-h4: h5 is extra
+        job_spec(2, tasks=4, run_limit_s=10, submit_s=1),
         job_spec(3, tasks=1, submit_s=1),  # J3.T1.L-  backfilled on the extra host
         job_spec(4, tasks=1, submit_s=1),  # J4.T1.L-  only reserved room left: RESERVED
         at_s=1,
@@ -237,9 +236,8 @@ def test_easy_a_job_without_its_own_run_limit_is_judged_by_its_queues() -> None:
     sc.submit(
         job_spec(2, tasks=4, run_limit_s=10, submit_s=1),  # J2.T4.L10  reserved at 10
         job_spec(3, tasks=1, submit_s=1),  # J3.T1.L-  normal: no limit at all
-        job_spec(
-            4, queue="short", tasks=1, run_limit_s=3600, submit_s=1
-        ),  # J4.T1.L3600: 5 in force
+        # J4.T1.L3600 in queue short: its queue's 5 is in force
+        job_spec(4, queue="short", tasks=1, run_limit_s=3600, submit_s=1),
         at_s=1,
     )
     assert round_at(sc, 1) == [
@@ -562,9 +560,8 @@ def test_strict_in_one_queue_does_not_hold_back_a_greedy_queue(
     sc.round(0)
     sc.submit(
         job_spec(2, tasks=4, run_limit_s=10, submit_s=1),  # J2.T4.L10  strict, blocked: reserved
-        job_spec(
-            3, queue="fast", tasks=1, run_limit_s=5, submit_s=1
-        ),  # J3.T1.L5  greedy, ends by 10
+        # J3.T1.L5  queue fast, greedy: ends by 10
+        job_spec(3, queue="fast", tasks=1, run_limit_s=5, submit_s=1),
         at_s=1,
     )
     assert round_at(sc, 1) == [("PEND", 2, "NOT_ENOUGH_SLOTS", ""), ("DISPATCH", 3, ("h4",))]
