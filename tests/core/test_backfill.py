@@ -999,18 +999,29 @@ class CancelOnPick(BuiltinFcfs):
         return job
 
 
-def test_a_session_cancelled_while_a_job_is_offered_reserved_room_gives_it_back_once() -> None:
+@pytest.mark.parametrize(
+    ("slots", "used", "j3"),
+    [
+        (1, [("h1", 1), ("h2", 1), ("h3", 1), ("h4", 0)], ("DISPATCH", 3, ("h4",))),
+        (2, [("h1", 2), ("h2", 1)], ("DISPATCH", 3, ("h2",))),
+    ],
+    ids=["four one-slot hosts: h4 held", "two two-slot hosts: h2's second slot held"],
+)
+def test_a_session_cancelled_while_a_job_is_offered_reserved_room_gives_it_back_once(
+    slots: int, used: list[tuple[str, int]], j3: Outcome
+) -> None:
     registry = in_tree_registry()
     registry.pickers.register(CancelOnPick.name, CancelOnPick)
+    builder = cluster().with_picker(CancelOnPick.name).hosts_n(4 // slots, slots)
     sc = (
-        policy(cluster().with_picker(CancelOnPick.name).hosts_n(4).queue("normal"), EASY)
-        .job(1, tasks=3, run_limit_s=10)  # J1.T3.L10  on h1-h3
+        policy(builder.queue("normal"), EASY)
+        .job(1, tasks=3, run_limit_s=10)  # J1.T3.L10  3 of the 4 slots
         .build(registry)
     )
-    assert sc.round(0) == [("DISPATCH", 1, ("h1", "h2", "h3"))]
+    assert [kind for kind, *_ in sc.round(0)] == ["DISPATCH"]
     sc.submit(
-        job_spec(2, tasks=4, run_limit_s=10, submit_s=1),  # J2.T4.L10  reserved: h4 held
-        job_spec(3, tasks=1, run_limit_s=5, submit_s=1),  # J3.T1.L5   offered h4, then cancelled
+        job_spec(2, tasks=4, run_limit_s=10, submit_s=1),  # J2.T4.L10  reserved: the 4th slot held
+        job_spec(3, tasks=1, run_limit_s=5, submit_s=1),  # J3.T1.L5   offered it, then cancelled
         at_s=1,
     )
     CancelOnPick.core, CancelOnPick.jobid = sc.core, 3
@@ -1018,12 +1029,7 @@ def test_a_session_cancelled_while_a_job_is_offered_reserved_room_gives_it_back_
         assert round_at(sc, 1) == [("PEND", 2, "NOT_ENOUGH_SLOTS", "")]
     finally:
         CancelOnPick.core = CancelOnPick.jobid = None
-    assert [(h.name, h.used) for h in sc.core.state.host_order] == [
-        ("h1", 1),
-        ("h2", 1),
-        ("h3", 1),
-        ("h4", 0),
-    ]
+    assert [(h.name, h.used) for h in sc.core.state.host_order] == used
     assert_conserved(sc.core)
-    assert round_at(sc, 2) == [("DISPATCH", 3, ("h4",))]
+    assert round_at(sc, 2) == [j3]
     assert_conserved(sc.core)
