@@ -157,8 +157,11 @@ class QueueSpec(WireModel):
     max_running: Annotated[Count, Field(ge=1)] | None = None
     user_slot_limit: Annotated[Count, Field(ge=1)] | None = None
     run_limit_s: RunLimitS | None = None
-    backfill: BackfillPolicy | None = None
-    reservation_depth: ReservationDepth | None = None
+    # Left out while unset, so a queue without them is written as before backfill.
+    backfill: BackfillPolicy | None = Field(default=None, exclude_if=lambda value: value is None)
+    reservation_depth: ReservationDepth | None = Field(
+        default=None, exclude_if=lambda value: value is None
+    )
 
     @model_validator(mode="after")
     def _hybrid_depth(self) -> QueueSpec:
@@ -198,8 +201,14 @@ class SchedulerConfig(WireModel):
     job_pick_plugin: Name = "builtin_fcfs"
     queues: tuple[QueueSpec, ...] = ()
     preempt_timeout_rounds: Annotated[int, Strict(), Field(ge=1, le=1_000_000)] = 5
-    backfill: BackfillPolicy = BackfillPolicy.GREEDY
-    reservation_depth: ReservationDepth | None = None
+    # Left out at their defaults, so a greedy configuration is written as before
+    # backfill (older recordings' snapshots compare equal; recording._LATER_FIELDS).
+    backfill: BackfillPolicy = Field(
+        default=BackfillPolicy.GREEDY, exclude_if=lambda value: value is BackfillPolicy.GREEDY
+    )
+    reservation_depth: ReservationDepth | None = Field(
+        default=None, exclude_if=lambda value: value is None
+    )
 
     @model_validator(mode="after")
     def _hybrid_depth(self) -> SchedulerConfig:

@@ -176,7 +176,8 @@ class CoreSnapshot(WireModel):
     shared_in_use: dict[str, float] = Field(default_factory=dict)
     expiries: tuple[tuple[int, JobId], ...] = ()
     preemptions: tuple[PreemptionDoc, ...] = ()
-    reservations: tuple[ReservationDoc, ...] = ()
+    # Left out when empty, so a snapshot without backfill is written as before it.
+    reservations: tuple[ReservationDoc, ...] = Field(default=(), exclude_if=lambda value: not value)
     unplanned: tuple[JobId, ...] = Field(default=(), exclude_if=lambda value: not value)
     counters: Counters
     clock: ClockState

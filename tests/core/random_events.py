@@ -1,4 +1,5 @@
-"""Random event sequences for property tests: a hypothesis strategy and a driver.
+"""Random event sequences for property tests: a hypothesis strategy, a driver, and
+the checks every sequence must pass (``run``, ``assert_conserved``).
 
 An operation is a small tuple; ``apply`` turns it into an event that fits the
 core's current state (a finish for a running job, a resume for a suspended one, ...)
@@ -8,12 +9,23 @@ step give the same ids.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from hypothesis import strategies as st
 from xce_core.core import SchedCore
 from xce_core.errors import EventError
-from xce_schemas import HostStatus, JobState
+from xce_core.snapshot import save_snapshot
+from xce_schemas import (
+    BackfillPolicy,
+    Decision,
+    Dispatch,
+    HostStatus,
+    JobState,
+    Pend,
+    Preempt,
+    Resume,
+)
 
 NS = 1_000_000_000
 QUEUES = ("low", "normal", "high")
@@ -33,6 +45,9 @@ REQUESTS = (
     "{span[hosts=1]} || {span[ptile=1]}",
     "select[mem>",
 )
+
+#: The shared licence pool of ``new_core`` (resource ``lic``).
+LICENCES = 4
 
 #: Run limits random jobs carry, s (None: none given; in an update: unchanged).
 RUN_LIMITS = (None, None, 1, 5, 3600)
@@ -74,9 +89,14 @@ TRANSITIONS = {
 }
 
 
-def new_core(decisions: list[Any]) -> SchedCore:
+def new_core(
+    decisions: list[Any],
+    backfill: BackfillPolicy = BackfillPolicy.GREEDY,
+    reservation_depth: int | None = None,
+) -> SchedCore:
     """A core with three queues (two of equal priority; ``high`` preempts the others,
-    ``low`` has a slot limit) and five hosts of 1-4 slots."""
+    ``low`` has a slot limit) and five hosts of 1-4 slots, under the backfill policy
+    ``backfill`` (``reservation_depth`` with ``hybrid``)."""
     core = SchedCore(on_decision=decisions.append, prng_seed=7)
     core.push_event(
         {
@@ -95,6 +115,8 @@ def new_core(decisions: list[Any]) -> SchedCore:
                         },
                     ],
                     "preempt_timeout_rounds": 2,
+                    "backfill": backfill.value,
+                    "reservation_depth": reservation_depth,
                 }
             },
         }
@@ -113,7 +135,7 @@ def new_core(decisions: list[Any]) -> SchedCore:
     )
     resources = [{"name": "lic", "consumable": True, "shared": True}]
     core.push_event({"type": "RESOURCES_PUSH", "ts": 0, "payload": {"resources": resources}})
-    licences = [{"resource": "lic", "value": 4}]
+    licences = [{"resource": "lic", "value": LICENCES}]
     core.push_event({"type": "RESVALS_FULL", "ts": 0, "payload": {"values": licences}})
     return core
 
@@ -184,3 +206,83 @@ def apply(core: SchedCore, op: tuple[Any, ...], step: int) -> bool:
     except EventError:
         return False  # e.g. a host shrinking under its jobs, a resume without room
     return True
+
+
+#: Extra checks after each round: the core and the round's decisions (NEW_SESSION first).
+RoundCheck = Callable[[SchedCore, list[Decision]], None]
+
+
+def run(
+    ops: list[tuple[Any, ...]],
+    check: bool,
+    backfill: BackfillPolicy = BackfillPolicy.GREEDY,
+    reservation_depth: int | None = None,
+    on_round: RoundCheck | None = None,
+) -> list[str]:
+    """Drive a ``new_core`` through ``ops``; with ``check``, after every event assert
+    that a rejected event changed nothing, that each round decided each pending job
+    at most once (and ``on_round``'s checks), and that resources are conserved.
+
+    Returns:
+        Every decision as JSON, in order.
+    """
+    decisions: list[Decision] = []
+    core = new_core(decisions, backfill, reservation_depth)
+    for step, op in enumerate(ops, start=1):
+        pending = {j.jobid for j in core.state.jobs.values() if j.state is JobState.PEND}
+        suspended = {j.jobid for j in core.state.jobs.values() if j.state is JobState.SUSP}
+        start = len(decisions)
+        before = save_snapshot(core) if check else None
+        if not apply(core, op, step) and check and op[0] != "round":
+            assert save_snapshot(core) == before  # a rejected event changed nothing
+        if check and op[0] == "round":
+            made = decisions[start + 1 :]
+            decided = [d.jobid for d in made if isinstance(d, Dispatch | Pend)]
+            assert len(decided) == len(set(decided)) and set(decided) <= pending
+            preemptors = [d.preempting_jobid for d in made if isinstance(d, Preempt)]
+            assert len(preemptors) == len(set(preemptors)) and set(preemptors) <= pending
+            assert {d.jobid for d in made if isinstance(d, Resume)} <= suspended
+            for job in core.state.jobs.values():  # every job left pending has a reason
+                assert job.state is not JobState.PEND or job.pend_reason is not None
+            if on_round is not None:
+                on_round(core, decisions[start:])
+        if check:
+            assert_conserved(core)
+    return [d.model_dump_json() for d in decisions]
+
+
+def assert_conserved(core: SchedCore) -> None:
+    """Resources are conserved (DESIGN invariant 6): every host's used slots and
+    reserved amounts, and the shared pools in use, are exactly what running jobs
+    hold, within capacity, and the free-slot index agrees."""
+    state = core.state
+    held: dict[str, int] = {h.name: 0 for h in state.host_order}
+    reserved: dict[str, dict[str, float]] = {h.name: {} for h in state.host_order}
+    shared: dict[str, float] = {}
+    for job in state.jobs.values():
+        if job.state is JobState.RUN:
+            assert job.alloc is not None
+            for name, slots in job.alloc.slots_by_host().items():
+                held[name] += slots
+            for h, host in enumerate(job.alloc.hosts):
+                for a, item in enumerate(host.allocs):
+                    if item.name != "slots" and (h, a) not in job.released:
+                        mine = reserved[host.host]
+                        mine[item.name] = mine.get(item.name, 0.0) + item.value
+            for a, item in enumerate(job.alloc.shared):
+                if (-1, a) not in job.released:
+                    shared[item.name] = shared.get(item.name, 0.0) + item.value
+        elif job.state is JobState.PEND:
+            assert job.alloc is None
+        else:
+            assert job.alloc is not None  # a suspended job keeps its hosts, not its slots
+    assert {k: v for k, v in shared.items() if v} == state.shared_in_use  # licences too
+    assert all(used <= LICENCES for used in state.shared_in_use.values())  # never over the pool
+    for host in state.host_order:
+        assert {k: v for k, v in reserved[host.name].items() if v} == host.reserved
+        assert host.reserved.get("mem", 0.0) <= host.max_mem
+        assert host.used == held[host.name]  # used = what running jobs hold
+        assert 0 <= host.used <= host.slots  # used + free = capacity, free ≥ 0
+        assert state.free_index.free_of(host.position) == host.usable_free
+    assert state.free_index.total_free == sum(h.usable_free for h in state.host_order)
+    assert state.capacity == sum(h.slots for h in state.host_order)

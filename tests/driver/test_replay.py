@@ -406,6 +406,22 @@ def test_a_recording_of_format_1_0_had_no_end_line_and_still_replays(tmp_path: P
     assert result.mismatch_count == 0 and result.incomplete is None
 
 
+def test_a_recording_from_before_backfill_verifies_without_mismatches(tmp_path: Path) -> None:
+    # Such a recording's snapshots have no reservations and no backfill fields in the
+    # configuration or its queues; a greedy replay is the same state.
+    lines = lines_of(record(tmp_path / "r.jsonl", jobs=60, interval=40))
+    snapshots = [line["data"] for line in lines if line["type"] == "SNAPSHOT"]
+    assert len(snapshots) > 2
+    for data in snapshots:
+        data.pop("reservations", None)
+        for config in (data["config"], *data["config"]["queues"], *data["queues"]):
+            config.pop("backfill", None)
+            config.pop("reservation_depth", None)
+    old = write_lines(tmp_path / "old.jsonl", lines)
+    result = replay(old, ReplayOptions(verify=True))
+    assert result.mismatches == [] and result.mismatch_count == 0
+
+
 def test_explain_says_a_cut_short_recording_does_not_know_the_end(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -109,7 +109,8 @@ class ReservationBook:
         reservations: made this session, in order.
         phantom: free slots held (or to hold) for reservations now, by host.
         held: whether ``phantom`` is taken on the state now.
-        blocked_by: under ``strict``, the job that blocks every later one.
+        blocked_by: under ``strict``, by policy domain (the queue that overrides, or
+            None: the scheduler's), the job that blocks every later one there.
         unplanned: blocked jobs reserved for in vain, in order: the planner found
             no instant in view at which they could start.
     """
@@ -119,7 +120,7 @@ class ReservationBook:
     reservations: list[Reservation] = field(default_factory=list)
     phantom: dict[str, int] = field(default_factory=dict)
     held: bool = False
-    blocked_by: int | None = None
+    blocked_by: dict[str | None, int] = field(default_factory=dict)
     unplanned: list[int] = field(default_factory=list)
     _held: list[dict[str, int]] = field(default_factory=list)  # phantom, per reservation
     _phantom_slots: int = 0  # sum of ``phantom``
@@ -285,11 +286,14 @@ class ReservationBook:
 
     def _room_now(self, reservation: Reservation | None) -> tuple[tuple[str, int], ...]:
         """The part of a reservation's room that is free now and not held already
-        for another: ``(host, slots)`` to hold."""
+        for another: ``(host, slots)`` to hold. On a host of several slots, what
+        running jobs there give back by its start is not held now: only the rest
+        of what it needs (the free slots beyond are the *extra* others may use)."""
         if reservation is None:
             return ()
         out = []
         phantom, taken, hosts = self.phantom, self.held, self.state.hosts
+        on_host = None
         for name, slots in reservation.hosts:
             host = hosts[name]
             if host.used >= host.slots or host.status is not HostStatus.OK:
@@ -297,6 +301,13 @@ class ReservationBook:
             free = host.slots - host.used
             if not taken:
                 free -= phantom.get(name, 0)
+            if host.slots > 1 and name not in self._naming_hosts():
+                # (only the first reservation naming a host counts on what running
+                # jobs free there: the others hold all they need)
+                if on_host is None:
+                    on_host = self._running_on_hosts()
+                start = reservation.start_ts
+                slots -= sum(n for end, n in on_host.get(name, ()) if end <= start)
             take = min(slots, free)
             if take > 0:
                 out.append((name, take))
@@ -445,6 +456,10 @@ class ReservationBook:
         state.free_index.prefer(tuple(own + [p for p in opened if p not in own]))
         try:
             outcome = allocate()
+        except BaseException:  # cancelled mid-placement: the room is held again
+            for name, slots in given.items():
+                state.take_slots(state.hosts[name], slots)
+            raise
         finally:
             state.free_index.prefer(())
         took = _slots_by_host(outcome) if isinstance(outcome, JobAlloc) else {}

@@ -615,7 +615,18 @@ class SchedCore:
         finally:
             self._session = None
             book = session.book
-            state.reservations = {} if book is None else {r.jobid: r for r in book.reservations}
+            # A job that started this round (a preemptor on its owed room) has
+            # no reservation left; a suspended job keeps its resume's.
+            state.reservations = (
+                {}
+                if book is None
+                else {
+                    r.jobid: r
+                    for r in book.reservations
+                    if (job := state.jobs.get(r.jobid)) is not None
+                    and job.state is not JobState.RUN
+                }
+            )
             state.unplanned = () if book is None else tuple(book.unplanned)
             if book is not None:
                 book.close()

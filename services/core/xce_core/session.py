@@ -173,8 +173,10 @@ class Session:
         """The job's outcome (an allocation held, or why not) and the preemption plan
         to carry out."""
         book = self.state.book
-        if book is not None and book.blocked_by is not None:
-            return _order_blocked(book.blocked_by), FINAL
+        if book is not None and book.blocked_by:
+            blocker = book.blocked_by.get(self._policy(queue).domain)
+            if blocker is not None:
+                return _order_blocked(blocker), FINAL
         held = self._readiness(job, queue)
         if held is not None:
             # Held whatever room it gets: a preemption in flight for it is moot.
@@ -222,15 +224,20 @@ class Session:
         book = self.state.book
         if book is None or not outcome.resolvable:
             return
-        policy = self.state.policies.get(queue.name)
-        if policy is None:
-            policy = self.state.policies[queue.name] = policy_of(self.core.state, queue)
+        policy = self._policy(queue)
         if policy.name is BackfillPolicy.GREEDY:
             return
         if book.wants(policy) and not book.has(job):
             book.reserve(job, job.request, policy, self.core.view.check_cancel)  # type: ignore[arg-type]
         if policy.name is BackfillPolicy.STRICT:
-            book.blocked_by = job.jobid
+            book.blocked_by[policy.domain] = job.jobid
+
+    def _policy(self, queue: Queue) -> Policy:
+        """The backfill policy of ``queue``'s jobs (looked up once a session)."""
+        policy = self.state.policies.get(queue.name)
+        if policy is None:
+            policy = self.state.policies[queue.name] = policy_of(self.core.state, queue)
+        return policy
 
     def _readiness(self, job: Job, queue: Queue) -> Unsatisfied | None:
         """Why the job's queue dispatches nothing now, or its queue or user is at a
