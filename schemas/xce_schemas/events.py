@@ -11,7 +11,8 @@ from __future__ import annotations
 from enum import StrEnum
 from typing import Annotated, Any, Literal
 
-from pydantic import Field, Strict, TypeAdapter, field_validator, model_validator
+from pydantic import Field, Strict, TypeAdapter, ValidationInfo, field_validator
+from pydantic_core import PydanticCustomError
 
 from xce_schemas.base import WireModel
 from xce_schemas.windows import parse_window
@@ -96,16 +97,27 @@ class BackfillPolicy(StrEnum):
 ReservationDepth = Annotated[int, Strict(), Field(ge=1, le=1_000_000)]
 
 
-def _depth_only_with_hybrid(policy: BackfillPolicy | None, depth: int | None) -> None:
-    """A reservation depth is a ``hybrid`` policy's, and ``hybrid`` needs one.
+def _depth_only_with_hybrid(depth: int | None, info: ValidationInfo) -> int | None:
+    """A reservation depth is a ``hybrid`` policy's, and ``hybrid`` needs one (a
+    validator of ``reservation_depth``, declared after ``backfill``, so the error
+    names it; nothing is said when ``backfill`` itself was refused).
 
     Raises:
-        ValueError: saying which.
+        PydanticCustomError: saying which.
     """
+    if "backfill" not in info.data:
+        return depth
+    policy = info.data["backfill"]
     if depth is not None and policy is not BackfillPolicy.HYBRID:
-        raise ValueError("reservation_depth is a hybrid backfill policy's (backfill: hybrid)")
+        raise PydanticCustomError(
+            "depth_without_hybrid",
+            "reservation_depth is a hybrid backfill policy's (backfill: hybrid)",
+        )
     if policy is BackfillPolicy.HYBRID and depth is None:
-        raise ValueError("backfill hybrid needs a reservation_depth (1 or more)")
+        raise PydanticCustomError(
+            "hybrid_without_depth", "backfill hybrid needs a reservation_depth (1 or more)"
+        )
+    return depth
 
 
 #: A run window, LSF ``RUN_WINDOW`` syntax: ``[day:]hh[:mm]-[day:]hh[:mm]`` (day 0-6,
@@ -160,13 +172,10 @@ class QueueSpec(WireModel):
     # Left out while unset, so a queue without them is written as before backfill.
     backfill: BackfillPolicy | None = Field(default=None, exclude_if=lambda value: value is None)
     reservation_depth: ReservationDepth | None = Field(
-        default=None, exclude_if=lambda value: value is None
+        default=None, exclude_if=lambda value: value is None, validate_default=True
     )
 
-    @model_validator(mode="after")
-    def _hybrid_depth(self) -> QueueSpec:
-        _depth_only_with_hybrid(self.backfill, self.reservation_depth)
-        return self
+    _hybrid_depth = field_validator("reservation_depth")(_depth_only_with_hybrid)
 
     @field_validator("run_windows")
     @classmethod
@@ -207,13 +216,10 @@ class SchedulerConfig(WireModel):
         default=BackfillPolicy.GREEDY, exclude_if=lambda value: value is BackfillPolicy.GREEDY
     )
     reservation_depth: ReservationDepth | None = Field(
-        default=None, exclude_if=lambda value: value is None
+        default=None, exclude_if=lambda value: value is None, validate_default=True
     )
 
-    @model_validator(mode="after")
-    def _hybrid_depth(self) -> SchedulerConfig:
-        _depth_only_with_hybrid(self.backfill, self.reservation_depth)
-        return self
+    _hybrid_depth = field_validator("reservation_depth")(_depth_only_with_hybrid)
 
 
 class JobRequest(WireModel):

@@ -654,15 +654,15 @@ POLICIES = "'greedy', 'strict', 'easy', 'hybrid' or 'conservative'"
         ),
         (
             {"backfill": "easy", "reservation_depth": 2},
-            "CONFIG_PUSH rejected: payload.config: Value error, reservation_depth is a hybrid backfill policy's (backfill: hybrid)",
+            "CONFIG_PUSH rejected: payload.config.reservation_depth: reservation_depth is a hybrid backfill policy's (backfill: hybrid)",
         ),
         (
             {"reservation_depth": 2},
-            "CONFIG_PUSH rejected: payload.config: Value error, reservation_depth is a hybrid backfill policy's (backfill: hybrid)",
+            "CONFIG_PUSH rejected: payload.config.reservation_depth: reservation_depth is a hybrid backfill policy's (backfill: hybrid)",
         ),
         (
             {"backfill": "hybrid"},
-            "CONFIG_PUSH rejected: payload.config: Value error, backfill hybrid needs a reservation_depth (1 or more)",
+            "CONFIG_PUSH rejected: payload.config.reservation_depth: backfill hybrid needs a reservation_depth (1 or more)",
         ),
         (
             {"queues": [QUEUES[0], {"name": "big", "backfill": "fifo"}]},
@@ -674,11 +674,11 @@ POLICIES = "'greedy', 'strict', 'easy', 'hybrid' or 'conservative'"
         ),
         (
             {"queues": [QUEUES[0], {"name": "big", "backfill": "easy", "reservation_depth": 2}]},
-            "CONFIG_PUSH rejected: payload.config.queues[1]: Value error, reservation_depth is a hybrid backfill policy's (backfill: hybrid)",
+            "CONFIG_PUSH rejected: payload.config.queues[1].reservation_depth: reservation_depth is a hybrid backfill policy's (backfill: hybrid)",
         ),
         (
             {"queues": [QUEUES[0], {"name": "big", "backfill": "hybrid"}]},
-            "CONFIG_PUSH rejected: payload.config.queues[1]: Value error, backfill hybrid needs a reservation_depth (1 or more)",
+            "CONFIG_PUSH rejected: payload.config.queues[1].reservation_depth: backfill hybrid needs a reservation_depth (1 or more)",
         ),
     ],
     ids=[

@@ -19,6 +19,7 @@ from hypothesis import strategies as st
 from xce_core import backfill
 from xce_core.alloc import planner
 from xce_core.core import SchedCore
+from xce_core.snapshot import save_snapshot
 from xce_driver.simulate import run_simulation
 from xce_driver.workloads.mapping import MappedWorkload, SimJob, map_trace
 from xce_driver.workloads.swf import read_swf
@@ -151,3 +152,35 @@ def test_conservative_keeps_its_promises_on_a_trace_prefix() -> None:
     promised = [r for r in result.records.values() if r.first_predicted_start_s is not None]
     assert len(promised) > 500
     assert all(r.start_s is not None and r.start_s <= r.first_predicted_start_s for r in promised)
+
+
+def test_reservations_past_the_clocks_end_are_not_made_and_snapshots_still_save() -> None:
+    """Run limits of centuries add up past the unsigned 64-bit ns clock: a reservation
+    that would start past its end is not made (no instant in view), one that would
+    end past it holds its room from its start on; the snapshot saves either way."""
+    now = 1_800_000_000 * NS  # 2027
+    core = SchedCore(on_decision=lambda d: None)
+    config = {"queues": [{"name": "normal", "priority": 30}], "backfill": "easy"}
+    core.push_event({"type": "CONFIG_PUSH", "ts": now, "payload": {"config": config}})
+    hosts = [{"name": f"h{i}", "slots": 1} for i in range(2)]
+    core.push_event({"type": "WORKERS_PUSH", "ts": now, "payload": {"hosts": hosts}})
+
+    def submit(jobid: int, tasks: int, limit: int) -> None:
+        job = {"jobid": jobid, "queue": "normal", "tasks": tasks, "submit_ts": now}
+        job["run_limit_s"] = limit
+        core.push_event({"type": "JOBS_PUSH", "ts": now, "payload": {"jobs": [job]}})
+
+    submit(1, 1, 10**11)  # ends past the clock's end (1.8e18 + 1e20 ns > 2**64)
+    submit(2, 2, 10)
+    core.push_event({"type": "BEGIN_ROUND", "ts": now, "payload": {}})
+    assert core.state.reservations == {}
+    assert core.no_expected_start(2) is not None
+    save_snapshot(core)
+    submit(3, 2, 10**11)
+    done = {"jobid": 1, "state": "DONE"}
+    core.push_event({"type": "JOB_STATE_CHANGE", "ts": now, "payload": done})
+    core.push_event({"type": "BEGIN_ROUND", "ts": now + NS, "payload": {}})
+    # Job 2 runs on both hosts until now + 11 s; job 3's reservation then never ends.
+    reservation = core.state.reservations[3]
+    assert reservation.start_ts == now + 11 * NS and reservation.end_ts is None
+    save_snapshot(core)

@@ -10,7 +10,10 @@ import pytest
 from rich.console import Console
 from xce_driver.cli import _print_summary
 from xce_driver.emulator import JobRecord
-from xce_driver.report import Report, summarize
+from xce_driver.report import Report, backfill_label, summarize
+from xce_driver.simulate import run_simulation
+from xce_driver.workloads.mapping import MappedWorkload, SimJob
+from xce_schemas import BackfillPolicy, QueueSpec, SchedulerConfig
 
 
 def report_of(*records: JobRecord, skipped: dict[str, int] | None = None) -> Report:
@@ -130,3 +133,18 @@ def test_skipped_records_are_reported_by_reason_and_in_total() -> None:
     assert list(json).index("jobs_skipped_by_reason") == list(json).index("jobs_skipped") + 1
     assert summary(report)["skipped by reason"] == "unknown run time 3, no processors 1"
     assert summary(report_of(FINISHED))["skipped by reason"] == "none"
+
+
+def test_the_report_says_which_backfill_policy_ran() -> None:
+    """The scheduler's policy (hybrid with its depth), then each queue's own."""
+    queues = (
+        QueueSpec(name="normal", priority=30),
+        QueueSpec(name="big", priority=30, backfill=BackfillPolicy.CONSERVATIVE),
+    )
+    assert backfill_label(SchedulerConfig()) == "greedy"
+    config = SchedulerConfig(backfill=BackfillPolicy.HYBRID, reservation_depth=2, queues=queues)
+    assert backfill_label(config) == "hybrid, depth 2; queue big: conservative"
+    jobs = (SimJob(1, 0, 10, 1, "normal", "u1", run_limit_s=10),)
+    workload = MappedWorkload(jobs, {}, 2, 1, 0, {"normal": 30})
+    report = run_simulation(workload, source="t", backfill=BackfillPolicy.EASY).report
+    assert report.backfill == "easy" and report.to_json()["backfill"] == "easy"

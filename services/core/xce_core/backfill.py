@@ -23,7 +23,7 @@ takes it before unreserved room (the index offers those hosts first).
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from xce_schemas import SLOTS, BackfillPolicy, HostStatus, JobAlloc, JobState, PendingCode
 
@@ -206,6 +206,7 @@ class ReservationBook:
             # come out on other hosts or later (other jobs' hosts moved), and a
             # job's start would drift later round after round.
             reservation, held = kept, dict(self._room_now(kept))
+        reservation = _on_the_clock(reservation)
         if reservation is None:
             self.unplanned.append(job.jobid)
             return None
@@ -246,8 +247,11 @@ class ReservationBook:
             hosts = _slots_of(freed)
             if hosts:
                 end = self._end(job)
-                reservation = Reservation(jobid, now, None if end == FOREVER else end, hosts)
-                self._add(reservation, dict(self._room_now(reservation)))
+                owed = _on_the_clock(
+                    Reservation(jobid, now, None if end == FOREVER else end, hosts)
+                )
+                if owed is not None:
+                    self._add(owed, dict(self._room_now(owed)))
         if self.reservations:
             self.hold()
 
@@ -281,8 +285,9 @@ class ReservationBook:
             left = expected_end(state, job, now) - now
             until = None if left >= FOREVER - now else start + left
             rests_on = sum(1 for ends in on_host.values() for at, _ in ends if now < at <= start)
-            reservation = Reservation(job.jobid, start, until, hosts, running=rests_on)
-            self._add(reservation, dict(self._room_now(reservation)), yields_to=job.priority)
+            owed = _on_the_clock(Reservation(job.jobid, start, until, hosts, running=rests_on))
+            if owed is not None:
+                self._add(owed, dict(self._room_now(owed)), yields_to=job.priority)
 
     def _room_now(self, reservation: Reservation | None) -> tuple[tuple[str, int], ...]:
         """The part of a reservation's room that is free now and not held already
@@ -629,6 +634,21 @@ class ReservationBook:
         self.held = False
         for held in self._held:
             held.clear()
+
+
+#: The end of the clock: timestamps are unsigned 64-bit ns (``TimestampNs``).
+_CLOCK_END = 1 << 64
+
+
+def _on_the_clock(reservation: Reservation | None) -> Reservation | None:
+    """A reservation as the clock can tell it: none when it would start past the
+    clock's end (run limits of centuries add up), without an end when it would end
+    past it (it holds its room from its start on, as a job with no run limit)."""
+    if reservation is None or reservation.start_ts >= _CLOCK_END:
+        return None
+    if reservation.end_ts is not None and reservation.end_ts >= _CLOCK_END:
+        return replace(reservation, end_ts=None)
+    return reservation
 
 
 def _later(planned: Reservation, kept: Reservation, policy: Policy) -> bool:

@@ -70,7 +70,7 @@ from xce_driver.replay import (
     interactive_pause,
     replay,
 )
-from xce_driver.report import Report, write_jobs_csv
+from xce_driver.report import Report, backfill_label, write_jobs_csv
 from xce_driver.simulate import (
     QueueFileError,
     SimulationResult,
@@ -658,6 +658,7 @@ def _summary_rows(
         predictions = report.predicted_jobs > 0
     rows = [
         ("policy", report.policy),
+        ("backfill", report.backfill),
         ("cluster", f"{_plural(report.hosts, 'host')}, {_plural(report.slots, 'slot')}"),
         (
             "jobs",
@@ -851,7 +852,7 @@ def emulate_command(args: argparse.Namespace) -> int:
         _say_error(f"--nats {args.nats}: {exc}")
         return 1
     wall = time.perf_counter() - started
-    report = emulation_report(emulator, workload, source, args.policy, wall)
+    report = emulation_report(emulator, workload, source, args.policy, wall, backfill_label(config))
     if not args.quiet:
         _print_summary(_stdout(), report, "emulate", "wall time")
     if not finished:

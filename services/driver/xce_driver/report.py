@@ -48,6 +48,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
+from xce_schemas import BackfillPolicy, SchedulerConfig
+
 from xce_driver.emulator import REJECT_QUEUE_CLOSED, JobRecord
 
 #: τ of the bounded slowdown, s.
@@ -94,10 +96,27 @@ class Report:
     predicted_jobs: int = 0
     prediction_mae_s: float | None = None
     prediction_mean_error_s: float | None = None
+    backfill: str = "greedy"
 
     def to_json(self) -> dict[str, object]:
         """The report as a JSON-ready dict (field order as declared)."""
         return asdict(self)
+
+
+def backfill_label(config: SchedulerConfig) -> str:
+    """The backfill policy of a run, in words: the scheduler's (``hybrid`` with its
+    depth), then each queue's that overrides it (``easy; queue big: conservative``)."""
+
+    def one(policy: BackfillPolicy, depth: int | None) -> str:
+        return f"hybrid, depth {depth}" if policy is BackfillPolicy.HYBRID else policy.value
+
+    parts = [one(config.backfill, config.reservation_depth)]
+    parts += [
+        f"queue {queue.name}: {one(queue.backfill, queue.reservation_depth)}"
+        for queue in config.queues
+        if queue.backfill is not None
+    ]
+    return "; ".join(parts)
 
 
 def summarize(
@@ -112,8 +131,11 @@ def summarize(
     events: int,
     decisions: Mapping[str, int],
     sim_wall_s: float,
+    backfill: str = "greedy",
 ) -> Report:
     """Compute the report from every job's record.
+
+    ``backfill`` is the backfill policy the run used, in words (``backfill_label``).
 
     ``skipped`` is the workload's records skipped, by reason (``MappedWorkload.skipped``);
     ``jobs_total`` counts the workload's records, skipped ones included.
@@ -173,6 +195,7 @@ def summarize(
         predicted_jobs=len(errors),
         prediction_mae_s=round(statistics.fmean(map(abs, errors)), 3) if errors else None,
         prediction_mean_error_s=round(statistics.fmean(errors), 3) if errors else None,
+        backfill=backfill,
     )
 
 

@@ -28,7 +28,7 @@ from xce_schemas.errors import describe
 from xce_driver.emulator import ClusterEmulator, JobRecord, Workload
 from xce_driver.plugins import load_registry
 from xce_driver.recording import Recorder, RecordingWriter
-from xce_driver.report import Report, summarize
+from xce_driver.report import Report, backfill_label, summarize
 from xce_driver.workloads.mapping import MappedWorkload, MappingError
 
 
@@ -281,12 +281,17 @@ def run_simulation(
     wall = time.perf_counter() - started
     if recorder is not None:
         recorder.finish(core)  # only a run that went to its end is a complete recording
-    report = emulation_report(emulator, workload, source, policy, wall)
+    report = emulation_report(emulator, workload, source, policy, wall, backfill_label(config))
     return SimulationResult(report, records)
 
 
 def emulation_report(
-    emulator: Workload, workload: MappedWorkload, source: str, policy: str, wall_s: float
+    emulator: Workload,
+    workload: MappedWorkload,
+    source: str,
+    policy: str,
+    wall_s: float,
+    backfill: str = "greedy",
 ) -> Report:
     """The report of an emulator's run (virtual-time or live) of ``workload``.
 
@@ -295,6 +300,7 @@ def emulation_report(
         workload: the workload it ran (cluster shape, records skipped).
         source: what the workload came from; policy: the picker's name.
         wall_s: wall time of the run, s.
+        backfill: its backfill policy, in words (``report.backfill_label``).
     """
     stats = emulator.stats
     return summarize(
@@ -308,4 +314,5 @@ def emulation_report(
         events=stats.events,
         decisions=stats.decisions,
         sim_wall_s=wall_s,
+        backfill=backfill,
     )

@@ -107,7 +107,7 @@ from xce_driver.replay import (
     lines_after,
     load_start,
 )
-from xce_driver.report import Report, summarize
+from xce_driver.report import Report, backfill_label, summarize
 from xce_driver.workloads.swf import printable
 
 #: ``progress(phase, done, total)``: phase ``base`` and ``alt`` count bytes read of
@@ -757,4 +757,5 @@ def _report(
         events=stats.events,
         decisions=stats.decisions,
         sim_wall_s=wall_s,
+        backfill=backfill_label(snapshot.config),
     )
