@@ -49,6 +49,8 @@ def _oracle_agrees(result: SimulationResult, workload_jobs: list, hosts: int) ->
 
 
 def bench(name: str, args: argparse.Namespace) -> list[list[str]]:
+    """One row per policy on trace ``name`` (each also printed as it is done: a
+    conservative run of a whole trace takes minutes)."""
     path = WORKLOADS / TRACES[name]
     if not path.exists():
         print(f"skipped {name}: {path} is absent", file=sys.stderr)
@@ -79,6 +81,7 @@ def bench(name: str, args: argparse.Namespace) -> list[list[str]]:
                 _oracle_agrees(result, workload.jobs, workload.hosts) if policy == "easy" else "",
             ]
         )
+        print("  ".join(rows[-1]), file=sys.stderr, flush=True)
     return rows
 
 

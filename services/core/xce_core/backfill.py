@@ -133,7 +133,10 @@ class ReservationBook:
     _last_open: tuple[Job | None, tuple[bool, ...]] = (None, ())  # the job asked last
     # host → the reservations naming it: the first to take a free host holds it, but
     # every one naming it needs it (a job may take it only if it may use them all).
-    _naming: tuple[int, dict[str, list[int]]] = (0, {})
+    # host → the reservations naming it, as (index, start ns, until ns, slots), for
+    # the first ``_named`` reservations (indexed when first needed after a new one).
+    _naming: dict[str, list[tuple[int, int, int, int]]] = field(default_factory=dict)
+    _named: int = 0
     _reasons: dict[tuple[bool, ...], Unsatisfied] = field(default_factory=dict)  # by ``open_to``
     _planner: Planner | None = None
     plans: Plans = field(default_factory=dict)
@@ -169,7 +172,8 @@ class ReservationBook:
         state = self.state
         run_ns = run_limit_ns(state, job)
         key: tuple[object, ...] | None = None
-        if request == EMPTY and not state.multi_slot_hosts:
+        if request == EMPTY and not state.multi_slot_hosts and len(self.reservations) <= 8:
+            # (behind many reservations the key would cost what planning does)
             key = (job.jobid, job.tasks, run_ns, state.plan_version, state.hosts_version)
             key += tuple(self.reservations)
         plan = self._planned(key)
@@ -334,10 +338,8 @@ class ReservationBook:
             busy = sum(taken for end, taken in on_host.get(name, ()) if end > start)
             held = sum(
                 taken
-                for other in self.reservations
-                if other.overlaps(start, until)
-                for where, taken in other.hosts
-                if where == name
+                for _, other_start, other_until, taken in self._naming_hosts().get(name, ())
+                if other_start < until and other_until > start
             )
             if host.slots - busy - held < slots:
                 return False
@@ -538,19 +540,20 @@ class ReservationBook:
         return {
             name: slots
             for name, slots in self.phantom.items()
-            if all(flags[index + 1] for index in naming[name])
+            if all(flags[named[0] + 1] for named in naming[name])
         }
 
-    def _naming_hosts(self) -> dict[str, list[int]]:
-        """Each host named by a reservation, with the indexes of those naming it
-        (built when first needed after a reservation was made)."""
-        if self._naming[0] != len(self.reservations):
-            naming: dict[str, list[int]] = {}
-            for index, reservation in enumerate(self.reservations):
-                for name, _ in reservation.hosts:
-                    naming.setdefault(name, []).append(index)
-            self._naming = (len(self.reservations), naming)
-        return self._naming[1]
+    def _naming_hosts(self) -> dict[str, list[tuple[int, int, int, int]]]:
+        """Each host named by a reservation, with those naming it: ``(index, start
+        ns, until ns, slots)`` (the new ones indexed when first needed)."""
+        naming = self._naming
+        for index in range(self._named, len(self.reservations)):
+            reservation = self.reservations[index]
+            window = (reservation.start_ts, reservation.until)
+            for name, slots in reservation.hosts:
+                naming.setdefault(name, []).append((index, *window, slots))
+        self._named = len(self.reservations)
+        return naming
 
     def _consume(self, given: dict[str, int], took: dict[str, int]) -> None:
         """A job took ``took`` (slots by host), the held room ``given`` first: that
