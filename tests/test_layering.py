@@ -63,8 +63,9 @@ CORE_FORBIDDEN = frozenset(
 CORE_FORBIDDEN_CALLS = frozenset({"open", "input", "print", "exec", "eval", "__import__"})
 #: The one module allowed to read the clock.
 CLOCK_MODULE = "clock.py"
-#: Third-party packages the schemas may use.
-SCHEMAS_ALLOWED_THIRD_PARTY = frozenset({"pydantic", "xce_schemas"})
+#: Third-party packages the schemas may use: pydantic (and pydantic_core, the engine
+#: pydantic is built on, for errors that name their field without a prefix).
+SCHEMAS_ALLOWED_THIRD_PARTY = frozenset({"pydantic", "pydantic_core", "xce_schemas"})
 #: What the recorder may import besides the standard library (DESIGN.md: schemas,
 #: nats, redis; plus its metrics, JSON and validation libraries).
 RECORDER_ALLOWED = frozenset(
