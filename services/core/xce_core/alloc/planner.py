@@ -192,6 +192,8 @@ class _Counted:
     def __init__(self, state: ClusterState) -> None:
         self.state = state
         self._frees: dict[int, list[str]] = {}  # jobid → the ok hosts it frees on ending
+        # id of a reservation → (start ns, until ns, its hosts), for ``_held``
+        self._shapes: dict[int, tuple[int, int, frozenset[str]]] = {}
 
     def _freed(self, job: Job) -> list[str]:
         freed = self._frees.get(job.jobid)
@@ -219,6 +221,7 @@ class _Counted:
         state, tasks = self.state, job.tasks
         length = FOREVER if run_ns is None else run_ns
         count = state.free_index.total_free + sum(phantom.values())  # free now
+        shapes = self._shapes_of(reservations)
         freed: list[str] = []  # busy-now hosts free by the instant, in the order they end
         released = 0
         for at in times:
@@ -228,7 +231,7 @@ class _Counted:
                 released += 1
             if len(freed) + count < tasks:
                 continue
-            held = self._held(at, at + length, reservations, set(freed), phantom)
+            held = self._held(at, at + length, shapes, set(freed), phantom)
             if len(freed) + count - len(held) < tasks:
                 continue
             hosts = self._take(tasks, freed, held, phantom)
@@ -236,22 +239,37 @@ class _Counted:
             return Reservation(job.jobid, at, end, hosts, running=released)
         return None
 
+    def _shapes_of(
+        self, reservations: Sequence[Reservation]
+    ) -> list[tuple[int, int, frozenset[str]]]:
+        """``(start ns, until ns, hosts)`` of each reservation (kept by id: the book
+        keeps its reservations alive for the session, so an id stays theirs)."""
+        shapes = self._shapes
+        out = []
+        for r in reservations:
+            shape = shapes.get(id(r))
+            if shape is None:
+                shape = shapes[id(r)] = (r.start_ts, r.until, frozenset(n for n, _ in r.hosts))
+            out.append(shape)
+        return out
+
     def _held(
         self,
         start: int,
         end: int,
-        reservations: Sequence[Reservation],
+        shapes: list[tuple[int, int, frozenset[str]]],
         freed: set[str],
         phantom: dict[str, int],
     ) -> set[str]:
-        """The hosts free over ``[start, end)`` that earlier reservations hold then."""
+        """The hosts free over ``[start, end)`` that earlier reservations (their
+        ``_shapes_of``) hold then."""
+        named: set[str] = set()
+        for first, until, names in shapes:
+            if first < end and until > start:
+                named |= names
         hosts = self.state.hosts
         return {
-            name
-            for r in reservations
-            if r.overlaps(start, end)
-            for name, _ in r.hosts
-            if name in freed or name in phantom or hosts[name].usable_free
+            name for name in named if name in freed or name in phantom or hosts[name].usable_free
         }
 
     def _take(
