@@ -172,8 +172,7 @@ class ReservationBook:
         state = self.state
         run_ns = run_limit_ns(state, job)
         key: tuple[object, ...] | None = None
-        if request == EMPTY and not state.multi_slot_hosts and len(self.reservations) <= 8:
-            # (behind many reservations the key would cost what planning does)
+        if request == EMPTY and not state.multi_slot_hosts:
             key = (job.jobid, job.tasks, run_ns, state.plan_version, state.hosts_version)
             key += tuple(self.reservations)
         plan = self._planned(key)
@@ -331,6 +330,7 @@ class ReservationBook:
             return False
         state = self.state
         on_host = self._running_on_hosts()
+        naming = self._naming_hosts()
         for name, slots in reservation.hosts:
             host = state.hosts.get(name)
             if host is None or host.status is not HostStatus.OK:
@@ -338,7 +338,7 @@ class ReservationBook:
             busy = sum(taken for end, taken in on_host.get(name, ()) if end > start)
             held = sum(
                 taken
-                for _, other_start, other_until, taken in self._naming_hosts().get(name, ())
+                for _, other_start, other_until, taken in naming.get(name, ())
                 if other_start < until and other_until > start
             )
             if host.slots - busy - held < slots:
