@@ -25,7 +25,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 
-from xce_schemas import SLOTS, BackfillPolicy, HostStatus, JobAlloc, JobState, PendingCode
+from xce_schemas import BackfillPolicy, HostStatus, JobAlloc, JobState, PendingCode
 
 from xce_core.alloc.outcome import FOREVER, Reservation, Unsatisfied
 from xce_core.alloc.planner import Planner
@@ -131,10 +131,9 @@ class ReservationBook:
     _yields_to: list[int | None] = field(default_factory=list)
     _open: dict[int, tuple[bool, ...]] = field(default_factory=dict)  # jobid → ``open_to``
     _last_open: tuple[Job | None, tuple[bool, ...]] = (None, ())  # the job asked last
-    # host → the reservations naming it: the first to take a free host holds it, but
-    # every one naming it needs it (a job may take it only if it may use them all).
     # host → the reservations naming it, as (index, start ns, until ns, slots), for
-    # the first ``_named`` reservations (indexed when first needed after a new one).
+    # the first ``_named`` reservations (indexed when first needed after a new one):
+    # the first to take a free host holds it, but every one naming it needs it.
     _naming: dict[str, list[tuple[int, int, int, int]]] = field(default_factory=dict)
     _named: int = 0
     _reasons: dict[tuple[bool, ...], Unsatisfied] = field(default_factory=dict)  # by ``open_to``
@@ -302,6 +301,7 @@ class ReservationBook:
         out = []
         phantom, taken, hosts = self.phantom, self.held, self.state.hosts
         on_host = None
+        naming = self._naming_hosts()
         for name, slots in reservation.hosts:
             host = hosts[name]
             if host.used >= host.slots or host.status is not HostStatus.OK:
@@ -309,7 +309,7 @@ class ReservationBook:
             free = host.slots - host.used
             if not taken:
                 free -= phantom.get(name, 0)
-            if host.slots > 1 and name not in self._naming_hosts():
+            if host.slots > 1 and name not in naming:
                 # (only the first reservation naming a host counts on what running
                 # jobs free there: the others hold all they need)
                 if on_host is None:
@@ -469,7 +469,7 @@ class ReservationBook:
             raise
         finally:
             state.free_index.prefer(())
-        took = _slots_by_host(outcome) if isinstance(outcome, JobAlloc) else {}
+        took = outcome.slots_by_host() if isinstance(outcome, JobAlloc) else {}
         for name, slots in given.items():
             state.take_slots(state.hosts[name], slots - min(slots, took.get(name, 0)))
         self._consume(given, took)
@@ -525,7 +525,7 @@ class ReservationBook:
         finally:
             state.free_index.prefer(())
         if isinstance(outcome, JobAlloc):
-            self._consume(given, _slots_by_host(outcome))
+            self._consume(given, outcome.slots_by_host())
         return outcome
 
     def _open_room(self, job: Job) -> dict[str, int]:
@@ -671,7 +671,7 @@ def _slots_of(jobs: list[Job]) -> tuple[tuple[str, int], ...]:
     out: dict[str, int] = {}
     for job in jobs:
         assert job.alloc is not None
-        for name, slots in _slots_by_host(job.alloc).items():
+        for name, slots in job.alloc.slots_by_host().items():
             out[name] = out.get(name, 0) + slots
     return tuple(out.items())
 
@@ -680,12 +680,3 @@ def _plain(job: Job) -> bool:
     """Whether the job asks for slots only (no select, rusage, span, ...): then it
     fits wherever enough slots are free, which is known without allocating."""
     return job.request is EMPTY  # requests are interned: a plain one is EMPTY itself
-
-
-def _slots_by_host(alloc: JobAlloc) -> dict[str, int]:
-    out: dict[str, int] = {}
-    for host in alloc.hosts:
-        for item in host.allocs:
-            if item.name == SLOTS:
-                out[host.host] = out.get(host.host, 0) + int(item.value)
-    return out

@@ -35,7 +35,7 @@ import bisect
 import heapq
 from collections.abc import Callable, Iterable, Sequence
 
-from xce_schemas import SLOTS, HostStatus, JobAlloc
+from xce_schemas import HostStatus, JobAlloc
 
 from xce_core.alloc.job import allocate_job
 from xce_core.alloc.outcome import FOREVER, Placement, Reservation
@@ -134,10 +134,7 @@ class Planner:
                 alloc = allocate_job(job, request, state, check_cancel, self._build)
                 if isinstance(alloc, JobAlloc):
                     state.release(alloc)
-                    hosts = tuple(
-                        (h.host, int(sum(item.value for item in h.allocs if item.name == SLOTS)))
-                        for h in alloc.hosts
-                    )
+                    hosts = tuple(alloc.slots_by_host().items())
                     end = None if run_ns is None else at + run_ns
                     return Reservation(job.jobid, at, end, hosts, running=released)
             return None
