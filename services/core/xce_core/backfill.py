@@ -141,6 +141,10 @@ class ReservationBook:
     plans: Plans = field(default_factory=dict)
     plans_made: Plans = field(default_factory=dict)
     previous: dict[int, Reservation] = field(default_factory=dict)
+    # The reservations known to fit as they are (hosts free by their start, none
+    # held by two at once), by id: planned by counting, or kept and checked; the
+    # planner prunes its search by a count of them (``alloc.planner._Counted``).
+    fit: dict[int, Reservation] = field(default_factory=dict)
     _on_host: tuple[int, dict[str, list[tuple[int, int]]]] | None = None
 
     # --- reserving -------------------------------------------------------------------
@@ -179,7 +183,7 @@ class ReservationBook:
             planner = self._planner
             if planner is None:
                 ends = [(expected_end(state, j, self.now), j) for j in state.running.values()]
-                planner = self._planner = Planner(state, self.now, ends)
+                planner = self._planner = Planner(state, self.now, ends, self.fit)
             reservation = planner.earliest_start(
                 job,
                 request,
@@ -194,6 +198,8 @@ class ReservationBook:
             plan = (reservation, self._room_now(reservation), self.now, until)
             if key is not None:
                 self.plans_made[key] = plan
+        elif plan[0] is not None:  # planned by counting, on what is still so
+            self.fit[id(plan[0])] = plan[0]
         self._made[policy.domain] = self._made.get(policy.domain, 0) + 1
         reservation, held = plan[0], dict(plan[1])
         kept = self.previous.get(job.jobid)
@@ -208,6 +214,7 @@ class ReservationBook:
             # come out on other hosts or later (other jobs' hosts moved), and a
             # job's start would drift later round after round.
             reservation, held = kept, dict(self._room_now(kept))
+            self.fit[id(kept)] = kept
         reservation = _on_the_clock(reservation)
         if reservation is None:
             self.unplanned.append(job.jobid)
@@ -301,7 +308,7 @@ class ReservationBook:
         out = []
         phantom, taken, hosts = self.phantom, self.held, self.state.hosts
         on_host = None
-        naming = self._naming_hosts()
+        naming = self._naming_hosts() if self.state.multi_slot_hosts else {}
         for name, slots in reservation.hosts:
             host = hosts[name]
             if host.used >= host.slots or host.status is not HostStatus.OK:

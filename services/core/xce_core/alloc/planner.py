@@ -33,8 +33,10 @@ from __future__ import annotations
 
 import bisect
 import heapq
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from itertools import accumulate
 
+from sortedcontainers import SortedDict
 from xce_schemas import HostStatus, JobAlloc
 
 from xce_core.alloc.job import allocate_job
@@ -55,15 +57,26 @@ class Planner:
         state: the cluster state (changed only inside ``earliest_start``, and back).
         now: the session's time, ns.
         ends: every running job with its expected end (ns; ``FOREVER`` for none).
+        fit: the reservations known to fit as they are (their hosts free by their
+            start, none held by another at once), by id: the caller's, and each one
+            planned here is added to it.
     """
 
-    def __init__(self, state: ClusterState, now: int, ends: Iterable[tuple[int, Job]]) -> None:
+    def __init__(
+        self,
+        state: ClusterState,
+        now: int,
+        ends: Iterable[tuple[int, Job]],
+        fit: dict[int, Reservation] | None = None,
+    ) -> None:
         self.state = state
         self.now = now
         self._ends = sorted(ends, key=lambda pair: (pair[0], pair[1].jobid))
         self._instids = iter(range(1, 1 << 62))
         # Plain requests on one-slot hosts are planned by counting (``_Counted``).
         self._counted = None if state.multi_slot_hosts else _Counted(state)
+        if self._counted is not None:
+            self._counted.start(now, self._ends, {} if fit is None else fit)
 
     def next_change(self, reservations: Sequence[Reservation]) -> int:
         """The first instant after now at which a search could see other room: a
@@ -77,6 +90,8 @@ class Planner:
     def started(self, job: Job, end: int) -> None:
         """A job started this session; it runs until ``end`` (ns)."""
         bisect.insort(self._ends, (end, job), key=lambda pair: (pair[0], pair[1].jobid))
+        if self._counted is not None:
+            self._counted.started(job, end)
 
     def earliest_start(
         self,
@@ -104,17 +119,11 @@ class Planner:
         Raises:
             SessionCancelled: the session was cancelled; the state is as it was.
         """
-        length = FOREVER if run_ns is None else run_ns
         state, ends, now = self.state, self._ends, self.now
-        times = sorted(
-            {now}
-            | {end for end, _ in ends if now < end < FOREVER}
-            | {r.until for r in reservations if now < r.until < FOREVER}
-        )
         if self._counted is not None and request == EMPTY:
-            return self._counted.earliest_start(
-                job, run_ns, times, ends, reservations, phantom, check_cancel
-            )
+            return self._counted.earliest_start(job, run_ns, reservations, phantom, check_cancel)
+        length = FOREVER if run_ns is None else run_ns
+        times = _instants(now, ends, reservations)
         phantom = dict(phantom)
         for name, slots in phantom.items():
             state.give_slots(state.hosts[name], slots)
@@ -184,13 +193,72 @@ class _Counted:
     checks both against each other). This is the textbook's case and the common one
     in trace simulation, where the generic search would release and re-hold every
     running job at every search.
+
+    The instants a search tries are pruned by a *count profile* kept for the session
+    (Flux's planner, in counts): how many hosts are free and held by no reservation,
+    from each instant on. A host usable over a window is free and unheld at every
+    instant of it, so an instant whose window meets fewer such hosts than the job's
+    tasks cannot be its start, and only the instants the profile leaves are tried
+    host by host. The profile counts a reservation's hosts as held over its window,
+    which is exact while every reservation's hosts are free by its start and no two
+    reservations hold a host at once: true of the reservations made here, and
+    checked of the others (a kept or owed one); one that fails the check turns the
+    pruning off for the rest of the session.
     """
 
     def __init__(self, state: ClusterState) -> None:
         self.state = state
+        self.now = 0
+        self._ends: list[tuple[int, Job]] = []
         self._frees: dict[int, list[str]] = {}  # jobid → the ok hosts it frees on ending
         # id of a reservation → (start ns, until ns, its hosts), for ``_held``
         self._shapes: dict[int, tuple[int, int, frozenset[str]]] = {}
+        # The profile: instant (ns) → (change in the hosts free and unheld then,
+        # whether room can appear then: an expected end or a reservation's end).
+        self._steps: SortedDict = SortedDict()
+        self._cumulative: tuple[list[int], list[int], list[bool]] | None = None
+        self._folded: list[Reservation] = []  # the reservations the profile counts
+        self._fit: dict[int, Reservation] = {}  # known to fit as they are (``Planner``)
+        self._shape_list: list[tuple[int, int, frozenset[str]]] = []  # of ``_folded``
+        self._windows: dict[str, list[tuple[int, int]]] = {}  # host → reservations' windows
+        self._free_from: dict[str, int] = {}  # busy host → its running job's expected end
+        self._exact = True  # whether the profile may prune
+        self._built = False  # whether the profile is made (``_build``)
+
+    def start(self, now: int, ends: list[tuple[int, Job]], fit: dict[int, Reservation]) -> None:
+        """Begin the session at ``now`` (ns) with the running jobs' expected ends
+        (``Planner._ends``, kept sorted there) and the reservations known to fit."""
+        self.now, self._ends, self._fit = now, ends, fit
+
+    def _build(self) -> None:
+        """Make the profile (when the first search behind ``_PRUNE_FROM``
+        reservations needs it): now, and the running jobs' expected ends."""
+        self._built = True
+        self._step(self.now, 0, True)
+        for end, job in self._ends:
+            self.started(job, end)
+
+    def started(self, job: Job, end: int) -> None:
+        """A job runs until ``end`` (ns): its hosts are free from then on. One that
+        runs into a counted reservation's window on its hosts (a job of higher
+        priority than a resume it took the room of, a preemptor its owed room)
+        turns the pruning off."""
+        if not self._built:
+            return  # ``_build`` finds it among the ends
+        freed = self._freed(job)
+        windows = self._windows
+        for name in freed:
+            self._free_from[name] = end
+            if any(first < end for first, _ in windows.get(name, ())):
+                self._exact = False
+        if end < FOREVER and freed:
+            self._step(max(end, self.now), len(freed), end > self.now)
+
+    def _step(self, at: int, change: int, appears: bool) -> None:
+        steps = self._steps
+        old = steps.get(at)
+        steps[at] = (change, appears) if old is None else (old[0] + change, old[1] or appears)
+        self._cumulative = None
 
     def _freed(self, job: Job) -> list[str]:
         freed = self._frees.get(job.jobid)
@@ -204,24 +272,88 @@ class _Counted:
             ]
         return freed
 
+    def _fold(self, reservations: Sequence[Reservation], phantom: dict[str, int]) -> None:
+        """Count in the profile the reservations it does not count yet (the book
+        only ever appends to its list in a session)."""
+        folded = self._folded
+        if len(reservations) < len(folded) or (
+            folded and reservations[len(folded) - 1] is not folded[-1]
+        ):
+            self._exact = False  # not the list the profile was built on
+            return
+        now, fit = self.now, self._fit
+        for reservation in reservations[len(folded) :]:
+            folded.append(reservation)
+            start, until = max(reservation.start_ts, now), reservation.until
+            names = [name for name, _ in reservation.hosts]
+            self._shape_list.append((reservation.start_ts, until, frozenset(names)))
+            if fit.get(id(reservation)) is not reservation and not self._holds_free(
+                start, until, names, phantom
+            ):
+                self._exact = False
+            for name in names:
+                self._windows.setdefault(name, []).append((start, until))
+            self._step(start, -len(names), False)
+            if until < FOREVER:
+                self._step(until, len(names), until > now)
+
+    def _holds_free(
+        self, start: int, until: int, names: list[str], phantom: dict[str, int]
+    ) -> bool:
+        """Whether hosts ``names`` are each free by ``start`` and held by no counted
+        reservation within ``[start, until)`` (what the profile's count assumes)."""
+        hosts = self.state.hosts
+        for name in names:
+            host = hosts.get(name)
+            if host is None or host.status is not HostStatus.OK:
+                return False
+            free_now = host.used < host.slots or name in phantom
+            if not free_now and self._free_from.get(name, FOREVER) > start:
+                return False
+            for first, last in self._windows.get(name, ()):
+                if first < until and last > start:
+                    return False
+        return True
+
+    def _profile(self) -> tuple[list[int], list[int], list[bool]]:
+        """The profile's instants, the change in free unheld hosts from now to each
+        (cumulative), and whether room can appear at each."""
+        if self._cumulative is None:
+            steps = self._steps
+            changes = steps.values()
+            self._cumulative = (
+                list(steps.keys()),
+                list(accumulate(change for change, _ in changes)),
+                [appears for _, appears in changes],
+            )
+        return self._cumulative
+
     def earliest_start(
         self,
         job: Job,
         run_ns: int | None,
-        times: list[int],
-        ends: list[tuple[int, Job]],
         reservations: Sequence[Reservation],
         phantom: dict[str, int],
         check_cancel: Callable[[], None],
     ) -> Reservation | None:
         """As ``Planner.earliest_start`` (the same arguments and result)."""
-        state, tasks = self.state, job.tasks
+        state, tasks, now = self.state, job.tasks, self.now
         length = FOREVER if run_ns is None else run_ns
         count = state.free_index.total_free + sum(phantom.values())  # free now
-        shapes = self._shapes_of(reservations)
+        if len(reservations) >= _PRUNE_FROM:
+            if not self._built:
+                self._build()
+            self._fold(reservations, phantom)
+        candidates: Iterable[int]
+        if self._built and self._exact:
+            candidates, shapes = self._count_fits(tasks, length, count), self._shape_list
+        else:
+            candidates = _instants(now, self._ends, reservations)
+            shapes = self._shapes_of(reservations)
+        ends = self._ends
         freed: list[str] = []  # busy-now hosts free by the instant, in the order they end
         released = 0
-        for at in times:
+        for at in candidates:  # in order
             check_cancel()
             while released < len(ends) and ends[released][0] <= at:
                 freed.extend(self._freed(ends[released][1]))
@@ -233,8 +365,36 @@ class _Counted:
                 continue
             hosts = self._take(tasks, freed, held, phantom)
             end = None if run_ns is None else at + run_ns
-            return Reservation(job.jobid, at, end, hosts, running=released)
+            reservation = Reservation(job.jobid, at, end, hosts, running=released)
+            self._fit[id(reservation)] = reservation
+            return reservation
         return None
+
+    def _count_fits(self, tasks: int, length: int, count: int) -> Iterator[int]:
+        """In order, the instants at which room can appear and whose window
+        ``[at, at + length)`` the profile leaves ``tasks`` hosts free and unheld
+        throughout (``count``: hosts free now)."""
+        keys, cumulative, appears = self._profile()
+        need = tasks - count  # the cumulative change the profile must stay at or above
+        n = len(keys)
+        index = 0
+        while index < n:
+            while index < n and not (appears[index] and cumulative[index] >= need):
+                index += 1
+            if index == n:
+                return
+            at = keys[index]
+            end = at + length
+            after = index + 1
+            while after < n and keys[after] < end and cumulative[after] >= need:
+                after += 1
+            if after < n and keys[after] < end:
+                # Too few hosts at keys[after], within the window of every instant
+                # up to it: the next try is past it.
+                index = after + 1
+                continue
+            yield at
+            index += 1
 
     def _shapes_of(
         self, reservations: Sequence[Reservation]
@@ -294,3 +454,20 @@ class _Counted:
 
 def _position(host: Host) -> int:
     return host.position
+
+
+#: Reservations behind which a search is pruned by the count profile: behind
+#: fewer (``easy``, ``strict``), trying every instant costs less than the profile.
+_PRUNE_FROM = 2
+
+
+def _instants(
+    now: int, ends: list[tuple[int, Job]], reservations: Sequence[Reservation]
+) -> list[int]:
+    """The instants at which room can appear, in order: now, then each running
+    job's expected end and each reservation's end (``FOREVER`` left out)."""
+    return sorted(
+        {now}
+        | {end for end, _ in ends if now < end < FOREVER}
+        | {r.until for r in reservations if now < r.until < FOREVER}
+    )
