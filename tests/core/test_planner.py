@@ -37,7 +37,7 @@ def shortcuts(mode: str) -> Iterator[None]:
     no counting, no reuse."""
     with pytest.MonkeyPatch.context() as patch:
         if mode in ("no-reuse", "generic"):
-            patch.setattr(backfill.ReservationBook, "_planned", lambda self, key: None)
+            patch.setattr(backfill.ReservationBook, "_planned", lambda self, key, before: None)
         if mode == "generic":
             patch.setattr(planner, "_Counted", lambda state: None)
         yield

@@ -36,9 +36,10 @@ from xce_core.state import ClusterState, Job, Queue
 NS = 1_000_000_000
 
 #: A job's plan in a session: its reservation (None: no instant in view), the room
-#: of it free now to hold ``(host, slots)``, when it was planned (ns), and the
-#: instant until which a later session may reuse it (ns, exclusive).
-Plan = tuple[Reservation | None, tuple[tuple[str, int], ...], int, int]
+#: of it free now to hold ``(host, slots)``, when it was planned (ns), the instant
+#: until which a later session may reuse it (ns, exclusive), and the instant before
+#: which a start was looked for (ns; ``FOREVER``: any).
+Plan = tuple[Reservation | None, tuple[tuple[str, int], ...], int, int, int]
 
 #: Plans made by counting in a session, for the next one to reuse, by (jobid,
 #: tasks, run limit ns, plan version, hosts version, *earlier reservations).
@@ -129,6 +130,8 @@ class ReservationBook:
     # Per reservation: the priority above which a job may take its room anyway
     # (a suspended job's resume), or None.
     _yields_to: list[int | None] = field(default_factory=list)
+    _for: set[int] = field(default_factory=set)  # the jobs of ``reservations``
+    _first_end: int = FOREVER  # the first end of a reservation after now, ns
     _open: dict[int, tuple[bool, ...]] = field(default_factory=dict)  # jobid → ``open_to``
     _last_open: tuple[Job | None, tuple[bool, ...]] = (None, ())  # the job asked last
     # host → the reservations naming it, as (index, start ns, until ns, slots), for
@@ -156,7 +159,7 @@ class ReservationBook:
 
     def has(self, job: Job) -> bool:
         """Whether ``job`` was given a reservation this session."""
-        return any(r.jobid == job.jobid for r in self.reservations)
+        return job.jobid in self._for
 
     def reserve(
         self,
@@ -178,37 +181,31 @@ class ReservationBook:
         if request == EMPTY and not state.multi_slot_hosts:
             key = (job.jobid, job.tasks, run_ns, state.plan_version, state.hosts_version)
             key += tuple(self.reservations)
-        plan = self._planned(key)
+        # The job's reservation of the last round (kept on slots only: plain jobs).
+        kept = self.previous.get(job.jobid) if request is EMPTY else None
+        # Only a start earlier than the kept one's (``_later``) can replace it.
+        before = FOREVER if kept is None else kept.start_ts + (policy.depth == 1)
+        fits: bool | None = None  # whether ``kept`` still fits, once known
+        plan = self._planned(key, before)
+        if plan is not None and kept is not None and plan[4] != FOREVER:
+            fits = self._still_fits(kept)  # the plan says: no start before kept's
+            if not fits:
+                plan = None
         if plan is None:
-            planner = self._planner
-            if planner is None:
-                ends = [(expected_end(state, j, self.now), j) for j in state.running.values()]
-                planner = self._planner = Planner(state, self.now, ends, self.fit)
-            reservation = planner.earliest_start(
-                job,
-                request,
-                run_ns,
-                self.reservations,
-                self.phantom if self.held else {},
-                check_cancel,
-            )
-            until = planner.next_change(self.reservations)
-            if reservation is not None:
-                until = min(until, reservation.start_ts)
-            plan = (reservation, self._room_now(reservation), self.now, until)
+            if fits is None and kept is not None:
+                fits = self._still_fits(kept)
+            plan = self._plan(job, request, run_ns, check_cancel, before if fits else FOREVER)
             if key is not None:
                 self.plans_made[key] = plan
-        elif plan[0] is not None:  # planned by counting, on what is still so
-            self.fit[id(plan[0])] = plan[0]
-        self._made[policy.domain] = self._made.get(policy.domain, 0) + 1
         reservation, held = plan[0], dict(plan[1])
-        kept = self.previous.get(job.jobid)
+        if key is not None and reservation is not None:  # planned by counting
+            self.fit[id(reservation)] = reservation
+        self._made[policy.domain] = self._made.get(policy.domain, 0) + 1
         if (
             kept is not None
             and kept != reservation
-            and request is EMPTY
             and (reservation is None or _later(reservation, kept, policy))
-            and self._still_fits(kept)
+            and (self._still_fits(kept) if fits is None else fits)
         ):
             # A promise stands while it can be kept: planned afresh, the room may
             # come out on other hosts or later (other jobs' hosts moved), and a
@@ -221,6 +218,37 @@ class ReservationBook:
             return None
         self._add(reservation, held)
         return reservation
+
+    def _plan(
+        self,
+        job: Job,
+        request: Resreq,
+        run_ns: int | None,
+        check_cancel: Callable[[], None],
+        before: int = FOREVER,
+    ) -> Plan:
+        """The job's plan made now: its earliest start before ``before`` (ns) around
+        the reservations made so far, and the instant until which it holds."""
+        planner = self._planner
+        if planner is None:
+            state = self.state
+            ends = [(expected_end(state, j, self.now), j) for j in state.running.values()]
+            planner = self._planner = Planner(state, self.now, ends, self.fit)
+        reservation = planner.earliest_start(
+            job,
+            request,
+            run_ns,
+            self.reservations,
+            self.phantom if self.held else {},
+            check_cancel,
+            before,
+        )
+        until = min(planner.next_end(), self._first_end)
+        if reservation is not None:
+            until = min(until, reservation.start_ts)
+        if reservation is not None:
+            before = FOREVER  # the earliest start there is
+        return (reservation, self._room_now(reservation), self.now, until, before)
 
     def _add(
         self, reservation: Reservation, held: dict[str, int], yields_to: int | None = None
@@ -235,6 +263,9 @@ class ReservationBook:
         self.reservations.append(reservation)
         self._held.append(held)
         self._yields_to.append(yields_to)
+        self._for.add(reservation.jobid)
+        if self.now < reservation.until < self._first_end:
+            self._first_end = reservation.until
 
     # --- room owed (held before any job is tried) ---------------------------------------
 
@@ -338,6 +369,18 @@ class ReservationBook:
         state = self.state
         on_host = self._running_on_hosts()
         naming = self._naming_hosts()
+        if not state.multi_slot_hosts:  # a host is free by then, and held by none
+            for name, _ in reservation.hosts:
+                host = state.hosts.get(name)
+                if host is None or host.status is not HostStatus.OK:
+                    return False
+                for end, _ in on_host.get(name, ()):
+                    if end > start:
+                        return False
+                for _, other_start, other_until, _ in naming.get(name, ()):
+                    if other_start < until and other_until > start:
+                        return False
+            return True
         for name, slots in reservation.hosts:
             host = state.hosts.get(name)
             if host is None or host.status is not HostStatus.OK:
@@ -365,7 +408,7 @@ class ReservationBook:
             self._on_host = (state.plan_version, on_host)
         return self._on_host[1]
 
-    def _planned(self, key: tuple[object, ...] | None) -> Plan | None:
+    def _planned(self, key: tuple[object, ...] | None, before: int) -> Plan | None:
         """The last session's plan of a job planned by counting, when nothing it
         rests on changed since (``ClusterState.plan_version``, the hosts, the
         reservations before it) and no instant it was judged at has passed: no
@@ -377,7 +420,7 @@ class ReservationBook:
         if plan is None:
             return None
         then, until = plan[2], plan[3]
-        if not (self.now == then or self.now < until):
+        if not (self.now == then or self.now < until) or plan[4] not in (FOREVER, before):
             return None
         self.plans_made[key] = plan
         return plan

@@ -78,14 +78,11 @@ class Planner:
         if self._counted is not None:
             self._counted.start(now, self._ends, {} if fit is None else fit)
 
-    def next_change(self, reservations: Sequence[Reservation]) -> int:
-        """The first instant after now at which a search could see other room: a
-        running job's expected end or the end of one of ``reservations`` (ns;
-        ``FOREVER`` when none)."""
-        now = self.now
-        index = bisect.bisect_right(self._ends, now, key=lambda pair: pair[0])
-        first = self._ends[index][0] if index < len(self._ends) else FOREVER
-        return min([first] + [r.until for r in reservations if r.until > now])
+    def next_end(self) -> int:
+        """The first running job's expected end after now (ns; ``FOREVER`` when
+        none): with the reservations' ends, when a search could see other room."""
+        index = bisect.bisect_right(self._ends, self.now, key=_end_of)
+        return self._ends[index][0] if index < len(self._ends) else FOREVER
 
     def started(self, job: Job, end: int) -> None:
         """A job started this session; it runs until ``end`` (ns)."""
@@ -101,6 +98,7 @@ class Planner:
         reservations: Sequence[Reservation],
         phantom: dict[str, int],
         check_cancel: Callable[[], None],
+        before: int = FOREVER,
     ) -> Reservation | None:
         """The earliest start of ``job`` from now on, and the hosts it would take.
 
@@ -111,19 +109,22 @@ class Planner:
             phantom: the free slots taken on the state now for those reservations,
                 by host (lifted during the search: their windows stand for them).
             check_cancel: the session's cancellation point.
+            before: only a start before this instant is looked for (ns).
 
         Returns:
-            Its reservation, or None when it fits at no instant in view (it can
-            never run, or only once jobs with no run limit end).
+            Its reservation, or None when it fits at no instant in view before
+            ``before`` (it can never run, or only once jobs with no run limit end).
 
         Raises:
             SessionCancelled: the session was cancelled; the state is as it was.
         """
         state, ends, now = self.state, self._ends, self.now
         if self._counted is not None and request == EMPTY:
-            return self._counted.earliest_start(job, run_ns, reservations, phantom, check_cancel)
+            return self._counted.earliest_start(
+                job, run_ns, reservations, phantom, check_cancel, before
+            )
         length = FOREVER if run_ns is None else run_ns
-        times = _instants(now, ends, reservations)
+        times = _instants(now, ends, reservations, before)
         phantom = dict(phantom)
         for name, slots in phantom.items():
             state.give_slots(state.hosts[name], slots)
@@ -335,6 +336,7 @@ class _Counted:
         reservations: Sequence[Reservation],
         phantom: dict[str, int],
         check_cancel: Callable[[], None],
+        before: int,
     ) -> Reservation | None:
         """As ``Planner.earliest_start`` (the same arguments and result)."""
         state, tasks, now = self.state, job.tasks, self.now
@@ -346,9 +348,9 @@ class _Counted:
             self._fold(reservations, phantom)
         candidates: Iterable[int]
         if self._built and self._exact:
-            candidates, shapes = self._count_fits(tasks, length, count), self._shape_list
+            candidates, shapes = self._count_fits(tasks, length, count, before), self._shape_list
         else:
-            candidates = _instants(now, self._ends, reservations)
+            candidates = _instants(now, self._ends, reservations, before)
             shapes = self._shapes_of(reservations)
         ends = self._ends
         freed: list[str] = []  # busy-now hosts free by the instant, in the order they end
@@ -370,13 +372,14 @@ class _Counted:
             return reservation
         return None
 
-    def _count_fits(self, tasks: int, length: int, count: int) -> Iterator[int]:
-        """In order, the instants at which room can appear and whose window
-        ``[at, at + length)`` the profile leaves ``tasks`` hosts free and unheld
-        throughout (``count``: hosts free now)."""
+    def _count_fits(self, tasks: int, length: int, count: int, before: int) -> Iterator[int]:
+        """In order, the instants before ``before`` at which room can appear and
+        whose window ``[at, at + length)`` the profile leaves ``tasks`` hosts free
+        and unheld throughout (``count``: hosts free now)."""
         keys, cumulative, appears = self._profile()
         need = tasks - count  # the cumulative change the profile must stay at or above
-        n = len(keys)
+        n = bisect.bisect_left(keys, before)  # (later changes still bound a window)
+        last = len(keys)
         index = 0
         while index < n:
             while index < n and not (appears[index] and cumulative[index] >= need):
@@ -386,9 +389,9 @@ class _Counted:
             at = keys[index]
             end = at + length
             after = index + 1
-            while after < n and keys[after] < end and cumulative[after] >= need:
+            while after < last and keys[after] < end and cumulative[after] >= need:
                 after += 1
-            if after < n and keys[after] < end:
+            if after < last and keys[after] < end:
                 # Too few hosts at keys[after], within the window of every instant
                 # up to it: the next try is past it.
                 index = after + 1
@@ -456,18 +459,23 @@ def _position(host: Host) -> int:
     return host.position
 
 
+def _end_of(pair: tuple[int, Job]) -> int:
+    return pair[0]
+
+
 #: Reservations behind which a search is pruned by the count profile: behind
 #: fewer (``easy``, ``strict``), trying every instant costs less than the profile.
 _PRUNE_FROM = 2
 
 
 def _instants(
-    now: int, ends: list[tuple[int, Job]], reservations: Sequence[Reservation]
+    now: int, ends: list[tuple[int, Job]], reservations: Sequence[Reservation], before: int
 ) -> list[int]:
-    """The instants at which room can appear, in order: now, then each running
-    job's expected end and each reservation's end (``FOREVER`` left out)."""
-    return sorted(
-        {now}
-        | {end for end, _ in ends if now < end < FOREVER}
-        | {r.until for r in reservations if now < r.until < FOREVER}
-    )
+    """The instants before ``before`` at which room can appear, in order: now,
+    then each running job's expected end and each reservation's end."""
+    bound = min(before, FOREVER)
+    times = {end for end, _ in ends if now < end < bound}
+    times |= {r.until for r in reservations if now < r.until < bound}
+    if now < bound:
+        times.add(now)
+    return sorted(times)
