@@ -148,7 +148,7 @@ class ReservationBook:
     # held by two at once), by id: planned by counting, or kept and checked; the
     # planner prunes its search by a count of them (``alloc.planner._Counted``).
     fit: dict[int, Reservation] = field(default_factory=dict)
-    _on_host: tuple[int, dict[str, list[tuple[int, int]]]] | None = None
+    _expected: dict[int, int] = field(default_factory=dict)  # jobid → ``expected_end``
 
     # --- reserving -------------------------------------------------------------------
 
@@ -232,7 +232,7 @@ class ReservationBook:
         planner = self._planner
         if planner is None:
             state = self.state
-            ends = [(expected_end(state, j, self.now), j) for j in state.running.values()]
+            ends = [(self._expected_end(job), job) for job in state.running.values()]
             planner = self._planner = Planner(state, self.now, ends, self.fit)
         reservation = planner.earliest_start(
             job,
@@ -303,7 +303,6 @@ class ReservationBook:
         state, now = self.state, self.now
         if not suspended:
             return
-        on_host = self._running_on_hosts()
         for job in suspended:
             hosts = _slots_of([job])
             start = now
@@ -313,7 +312,7 @@ class ReservationBook:
                     start = FOREVER
                     break
                 free = host.slots - host.used
-                for at, frees in sorted(on_host.get(name, ())):
+                for at, frees in sorted(self._running_on(name)):
                     if free >= slots:
                         break
                     free += frees
@@ -324,7 +323,12 @@ class ReservationBook:
                 continue
             left = expected_end(state, job, now) - now
             until = None if left >= FOREVER - now else start + left
-            rests_on = sum(1 for ends in on_host.values() for at, _ in ends if now < at <= start)
+            rests_on = sum(
+                1
+                for jobs in state.running_on.values()
+                for jobid in jobs
+                if now < self._expected_end(state.running[jobid]) <= start
+            )
             owed = _on_the_clock(Reservation(job.jobid, start, until, hosts, running=rests_on))
             if owed is not None:
                 self._add(owed, dict(self._room_now(owed)), yields_to=job.priority)
@@ -338,7 +342,6 @@ class ReservationBook:
             return ()
         out = []
         phantom, taken, hosts = self.phantom, self.held, self.state.hosts
-        on_host = None
         naming = self._naming_hosts() if self.state.multi_slot_hosts else {}
         for name, slots in reservation.hosts:
             host = hosts[name]
@@ -350,10 +353,8 @@ class ReservationBook:
             if host.slots > 1 and name not in naming:
                 # (only the first reservation naming a host counts on what running
                 # jobs free there: the others hold all they need)
-                if on_host is None:
-                    on_host = self._running_on_hosts()
                 start = reservation.start_ts
-                slots -= sum(n for end, n in on_host.get(name, ()) if end <= start)
+                slots -= sum(n for end, n in self._running_on(name) if end <= start)
             take = min(slots, free)
             if take > 0:
                 out.append((name, take))
@@ -367,15 +368,15 @@ class ReservationBook:
         if start <= self.now:
             return False
         state = self.state
-        on_host = self._running_on_hosts()
         naming = self._naming_hosts()
         if not state.multi_slot_hosts:  # a host is free by then, and held by none
+            running, on = state.running, state.running_on
             for name, _ in reservation.hosts:
                 host = state.hosts.get(name)
                 if host is None or host.status is not HostStatus.OK:
                     return False
-                for end, _ in on_host.get(name, ()):
-                    if end > start:
+                for jobid in on.get(name, ()):
+                    if self._expected_end(running[jobid]) > start:
                         return False
                 for _, other_start, other_until, _ in naming.get(name, ()):
                     if other_start < until and other_until > start:
@@ -385,7 +386,7 @@ class ReservationBook:
             host = state.hosts.get(name)
             if host is None or host.status is not HostStatus.OK:
                 return False
-            busy = sum(taken for end, taken in on_host.get(name, ()) if end > start)
+            busy = sum(taken for end, taken in self._running_on(name) if end > start)
             held = sum(
                 taken
                 for _, other_start, other_until, taken in naming.get(name, ())
@@ -395,18 +396,21 @@ class ReservationBook:
                 return False
         return True
 
-    def _running_on_hosts(self) -> dict[str, list[tuple[int, int]]]:
-        """The running jobs' slots by host, with their expected ends: ``(end ns,
-        slots)`` (rebuilt when a job started, stopped or resumed)."""
-        state = self.state
-        if self._on_host is None or self._on_host[0] != state.plan_version:
-            on_host: dict[str, list[tuple[int, int]]] = {}
-            for other in state.running.values():
-                at = expected_end(state, other, self.now)
-                for name, slots in _slots_of([other]):
-                    on_host.setdefault(name, []).append((at, slots))
-            self._on_host = (state.plan_version, on_host)
-        return self._on_host[1]
+    def _running_on(self, name: str) -> list[tuple[int, int]]:
+        """The running jobs on host ``name`` with their expected ends: ``(end ns,
+        slots)``."""
+        running = self.state.running
+        return [
+            (self._expected_end(running[jobid]), slots)
+            for jobid, slots in self.state.running_on.get(name, {}).items()
+        ]
+
+    def _expected_end(self, job: Job) -> int:
+        """``expected_end`` of a running job (looked up once a session)."""
+        end = self._expected.get(job.jobid)
+        if end is None:
+            end = self._expected[job.jobid] = expected_end(self.state, job, self.now)
+        return end
 
     def _planned(self, key: tuple[object, ...] | None, before: int) -> Plan | None:
         """The last session's plan of a job planned by counting, when nothing it
@@ -428,7 +432,7 @@ class ReservationBook:
     def started(self, job: Job) -> None:
         """A job started this session: the planner's view holds it until its end."""
         if self._planner is not None:
-            self._planner.started(job, expected_end(self.state, job, self.now))
+            self._planner.started(job, self._expected_end(job))
 
     def hold(self) -> None:
         """Take the phantom holds on the state (before anything is allocated for real

@@ -241,9 +241,9 @@ class ClusterState:
     could not: the planner found no instant in view at which they could start.
     ``queue_slots`` and ``user_slots`` are the slots running jobs hold per queue and
     per (queue, user), for the queues' slot limits; ``running`` indexes the running
-    jobs and ``to_resume`` the jobs suspended by a preemption. All four follow from
-    the jobs (``charge``, ``set_preempted``) and are rebuilt, not saved, by a
-    snapshot load.
+    jobs, ``running_on`` the slots they hold per host (host → jobid → slots), and
+    ``to_resume`` the jobs suspended by a preemption. All five follow from the jobs
+    (``charge``, ``set_preempted``) and are rebuilt, not saved, by a snapshot load.
     """
 
     config: SchedulerConfig = field(default_factory=SchedulerConfig)
@@ -268,6 +268,7 @@ class ClusterState:
     queue_slots: dict[str, int] = field(default_factory=dict, metadata=CACHE)
     user_slots: dict[tuple[str, str], int] = field(default_factory=dict, metadata=CACHE)
     running: dict[int, Job] = field(default_factory=dict, metadata=CACHE)
+    running_on: dict[str, dict[int, int]] = field(default_factory=dict, metadata=CACHE)
     to_resume: dict[int, Job] = field(default_factory=dict, metadata=CACHE)
 
     def add_host(
@@ -451,10 +452,17 @@ class ClusterState:
         self.plan_version += 1
         _count(self.queue_slots, job.queue, slots)
         _count(self.user_slots, (job.queue, job.user), slots)
+        on = self.running_on
         if sign > 0:
             self.running[job.jobid] = job
-        else:
-            self.running.pop(job.jobid, None)
+            for name, held in job.alloc.slots_by_host().items():
+                on.setdefault(name, {})[job.jobid] = held
+        elif self.running.pop(job.jobid, None) is not None:
+            for name in job.alloc.slots_by_host():
+                jobs = on[name]
+                del jobs[job.jobid]
+                if not jobs:
+                    del on[name]
 
     def set_preempted(self, job: Job, preempted: bool) -> None:
         """Mark ``job`` as suspended by a preemption (the core resumes it) or not."""
