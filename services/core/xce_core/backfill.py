@@ -370,17 +370,19 @@ class ReservationBook:
         state = self.state
         naming = self._naming_hosts()
         if not state.multi_slot_hosts:  # a host is free by then, and held by none
-            running, on = state.running, state.running_on
+            hosts, running, on, ok = state.hosts, state.running, state.running_on, HostStatus.OK
             for name, _ in reservation.hosts:
-                host = state.hosts.get(name)
-                if host is None or host.status is not HostStatus.OK:
+                host = hosts.get(name)
+                if host is None or host.status is not ok:
                     return False
-                for jobid in on.get(name, ()):
-                    if self._expected_end(running[jobid]) > start:
-                        return False
-                for _, other_start, other_until, _ in naming.get(name, ()):
-                    if other_start < until and other_until > start:
-                        return False
+                if host.used and name in on:
+                    for jobid in on[name]:
+                        if self._expected_end(running[jobid]) > start:
+                            return False
+                if name in naming:
+                    for _, other_start, other_until, _ in naming[name]:
+                        if other_start < until and other_until > start:
+                            return False
             return True
         for name, slots in reservation.hosts:
             host = state.hosts.get(name)

@@ -216,7 +216,7 @@ class _Counted:
         self._shapes: dict[int, tuple[int, int, frozenset[str]]] = {}
         # The profile: instant (ns) → (change in the hosts free and unheld then,
         # whether room can appear then: an expected end or a reservation's end).
-        self._steps: SortedDict = SortedDict()
+        self._steps: SortedDict | None = None  # made by ``_build``
         self._cumulative: tuple[list[int], list[int], list[bool]] | None = None
         self._folded: list[Reservation] = []  # the reservations the profile counts
         self._fit: dict[int, Reservation] = {}  # known to fit as they are (``Planner``)
@@ -235,6 +235,7 @@ class _Counted:
         """Make the profile (when the first search behind ``_PRUNE_FROM``
         reservations needs it): now, and the running jobs' expected ends."""
         self._built = True
+        self._steps = SortedDict()
         self._step(self.now, 0, True)
         for end, job in self._ends:
             self.started(job, end)
@@ -257,6 +258,7 @@ class _Counted:
 
     def _step(self, at: int, change: int, appears: bool) -> None:
         steps = self._steps
+        assert steps is not None, "the profile is made first (_build)"
         old = steps.get(at)
         steps[at] = (change, appears) if old is None else (old[0] + change, old[1] or appears)
         self._cumulative = None
@@ -321,6 +323,7 @@ class _Counted:
         (cumulative), and whether room can appear at each."""
         if self._cumulative is None:
             steps = self._steps
+            assert steps is not None, "the profile is made first (_build)"
             changes = steps.values()
             self._cumulative = (
                 list(steps.keys()),
