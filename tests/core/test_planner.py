@@ -23,7 +23,7 @@ from xce_core.snapshot import save_snapshot
 from xce_driver.simulate import run_simulation
 from xce_driver.workloads.mapping import MappedWorkload, SimJob, map_trace
 from xce_driver.workloads.swf import read_swf
-from xce_schemas import BackfillPolicy, JobState
+from xce_schemas import BackfillPolicy, JobState, QueueSpec
 
 from tests.driver.conftest import shared_trace
 
@@ -33,13 +33,17 @@ HOSTS = 6
 
 @contextmanager
 def shortcuts(mode: str) -> Iterator[None]:
-    """``all``: as shipped; ``no-reuse``: every session plans afresh; ``generic``:
-    no counting, no reuse."""
+    """``all``: as shipped; ``no-reuse``: every session plans afresh; ``no-prune``:
+    no reuse, and counting tries every instant (no count profile); ``generic``: no
+    counting, no reuse, and a kept reservation does not bound the search."""
     with pytest.MonkeyPatch.context() as patch:
-        if mode in ("no-reuse", "generic"):
+        if mode in ("no-reuse", "no-prune", "generic"):
             patch.setattr(backfill.ReservationBook, "_planned", lambda self, key, before: None)
+        if mode == "no-prune":
+            patch.setattr(planner, "_PRUNE_FROM", 1 << 62)
         if mode == "generic":
             patch.setattr(planner, "_Counted", lambda state: None)
+            patch.setattr(backfill, "_bound", lambda kept, policy: backfill.FOREVER)
         yield
 
 
@@ -97,8 +101,58 @@ def test_shortcuts_change_no_decision_and_no_reservation(
     policy: str, ops: list[tuple[Any, ...]]
 ) -> None:
     generic = drive(ops, policy, "generic")
+    assert drive(ops, policy, "no-prune") == generic
     assert drive(ops, policy, "no-reuse") == generic
     assert drive(ops, policy, "all") == generic
+
+
+preempting_job = st.tuples(
+    st.integers(0, 300),  # submit, s
+    st.integers(1, 200),  # run, s
+    st.sampled_from([None, 60, 150, 400]),  # run limit, s (None: none)
+    st.integers(1, HOSTS),  # tasks
+    st.sampled_from(["low", "low", "high"]),  # queue (high preempts low)
+)
+
+
+@pytest.mark.parametrize("policy", ["conservative", "hybrid"])
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(jobs=st.lists(preempting_job, min_size=1, max_size=30))
+def test_shortcuts_with_preemption_and_owed_room(
+    policy: str, jobs: list[tuple[int, int, int | None, int, str]]
+) -> None:
+    """Room owed to preemptors and resumes is booked outside the planner (the count
+    profile checks it before pruning by it): starts and hosts are still the generic
+    search's, in a simulation where a queue preempts another."""
+    sim_jobs = tuple(
+        SimJob(jobid, submit, run, tasks, queue, "u1", run_limit_s=limit)
+        for jobid, (submit, run, limit, tasks, queue) in enumerate(
+            sorted(jobs, key=lambda job: job[0]), start=1
+        )
+    )
+    workload = MappedWorkload(sim_jobs, {}, HOSTS, 1, 0, {"low": 10, "high": 50})
+    queues = (
+        QueueSpec(name="low", priority=10, preemptible=True),
+        QueueSpec(name="high", priority=50, preemptible_queues=["low"]),
+    )
+    depth = 2 if policy == "hybrid" else None
+    results = []
+    for mode in ("generic", "all"):
+        with shortcuts(mode):
+            result = run_simulation(
+                workload,
+                source="t",
+                queues=queues,
+                backfill=BackfillPolicy(policy),
+                reservation_depth=depth,
+            )
+        results.append(
+            {
+                r.jobid: (r.start_s, r.hosts, r.first_predicted_start_s)
+                for r in result.records.values()
+            }
+        )
+    assert results[0] == results[1]
 
 
 @pytest.mark.parametrize("policy", ["easy", "conservative"])

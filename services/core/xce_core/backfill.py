@@ -183,8 +183,7 @@ class ReservationBook:
             key += tuple(self.reservations)
         # The job's reservation of the last round (kept on slots only: plain jobs).
         kept = self.previous.get(job.jobid) if request is EMPTY else None
-        # Only a start earlier than the kept one's (``_later``) can replace it.
-        before = FOREVER if kept is None else kept.start_ts + (policy.depth == 1)
+        before = _bound(kept, policy)
         fits: bool | None = None  # whether ``kept`` still fits, once known
         plan = self._planned(key, before)
         if plan is not None and kept is not None and plan[4] != FOREVER:
@@ -192,9 +191,12 @@ class ReservationBook:
             if not fits:
                 plan = None
         if plan is None:
-            if fits is None and kept is not None:
+            bound = FOREVER if fits is False else before
+            plan = self._plan(job, request, run_ns, check_cancel, bound)
+            if kept is not None and plan[4] != FOREVER:  # none before the kept one's start
                 fits = self._still_fits(kept)
-            plan = self._plan(job, request, run_ns, check_cancel, before if fits else FOREVER)
+                if not fits:
+                    plan = self._plan(job, request, run_ns, check_cancel)
             if key is not None:
                 self.plans_made[key] = plan
         reservation, held = plan[0], dict(plan[1])
@@ -708,6 +710,14 @@ def _on_the_clock(reservation: Reservation | None) -> Reservation | None:
     if reservation.end_ts is not None and reservation.end_ts >= _CLOCK_END:
         return replace(reservation, end_ts=None)
     return reservation
+
+
+def _bound(kept: Reservation | None, policy: Policy) -> int:
+    """The instant before which a fresh plan can replace ``kept`` (``_later``): the
+    search looks no further (ns; ``FOREVER`` without one)."""
+    if kept is None:
+        return FOREVER
+    return kept.start_ts + (policy.depth == 1)
 
 
 def _later(planned: Reservation, kept: Reservation, policy: Policy) -> bool:
