@@ -342,8 +342,19 @@ class ReservationBook:
         of what it needs (the free slots beyond are the *extra* others may use)."""
         if reservation is None:
             return ()
-        out = []
         phantom, taken, hosts = self.phantom, self.held, self.state.hosts
+        if not self.state.multi_slot_hosts:  # a free host, unless held for another
+            ok = HostStatus.OK
+            return tuple(
+                [
+                    (name, 1)
+                    for name, _ in reservation.hosts
+                    if (host := hosts[name]).used == 0
+                    and host.status is ok
+                    and (taken or name not in phantom)
+                ]
+            )
+        out = []
         naming = self._naming_hosts() if self.state.multi_slot_hosts else {}
         for name, slots in reservation.hosts:
             host = hosts[name]

@@ -43,7 +43,7 @@ from xce_core.alloc.job import allocate_job
 from xce_core.alloc.outcome import FOREVER, Placement, Reservation
 from xce_core.alloc.records import build_records
 from xce_core.resreq.model import EMPTY, Resreq
-from xce_core.state import ClusterState, Host, Job
+from xce_core.state import ClusterState, Job
 
 
 class Planner:
@@ -441,10 +441,10 @@ class _Counted:
         """The first ``tasks`` hosts not held: busy now first, then free now, each in
         host order."""
         state = self.state
-        busy = sorted((state.hosts[n] for n in freed if n not in held), key=_position)
-        taken = [(h.name, 1) for h in busy[:tasks]]
+        hosts, order = state.hosts, state.host_order
+        busy = sorted([hosts[name].position for name in freed if name not in held])
+        taken = [(order[position].name, 1) for position in busy[:tasks]]
         if len(taken) < tasks:
-            order = state.host_order
             free_now = heapq.merge(
                 state.free_index.positions_at_least(1),
                 sorted(state.hosts[name].position for name in phantom),
@@ -456,10 +456,6 @@ class _Counted:
                     if len(taken) == tasks:
                         break
         return tuple(taken)
-
-
-def _position(host: Host) -> int:
-    return host.position
 
 
 def _end_of(pair: tuple[int, Job]) -> int:
