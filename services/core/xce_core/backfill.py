@@ -598,19 +598,24 @@ class ReservationBook:
         return outcome
 
     def _open_room(self, job: Job) -> dict[str, int]:
-        """The held room ``job`` may take, by host: where every reservation naming
-        the host is open to it (``open_to``)."""
+        """The held room ``job`` may take, by host: what is held there beyond all
+        that the reservations not open to it (``open_to``) need on the host. On a
+        one-slot host that is the host when every reservation naming it is open to
+        the job; on a host of several slots, the planner counts the same room free
+        (the held room less the window's reservations), so a start it promises
+        now is one allocation grants."""
         flags = self.open_to(job)
         if not self.phantom or not any(flags[1:]):
             return {}
         if all(flags[1:]):
             return dict(self.phantom)
         naming = self._naming_hosts()
-        return {
-            name: slots
-            for name, slots in self.phantom.items()
-            if all(flags[named[0] + 1] for named in naming[name])
-        }
+        room = {}
+        for name, slots in self.phantom.items():
+            need = sum(taken for index, _, _, taken in naming[name] if not flags[index + 1])
+            if slots > need:
+                room[name] = slots - need
+        return room
 
     def _naming_hosts(self) -> dict[str, list[tuple[int, int, int, int]]]:
         """Each host named by a reservation, with those naming it: ``(index, start
