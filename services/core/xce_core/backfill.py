@@ -234,7 +234,7 @@ class ReservationBook:
         planner = self._planner
         if planner is None:
             state = self.state
-            ends = [(self._expected_end(job), job) for job in state.running.values()]
+            ends = [(expected_end(state, job, self.now), job) for job in state.running.values()]
             planner = self._planner = Planner(state, self.now, ends, self.fit)
         reservation = planner.earliest_start(
             job,
@@ -415,10 +415,12 @@ class ReservationBook:
         """The running jobs on host ``name`` with their expected ends: ``(end ns,
         slots)``."""
         running = self.state.running
-        return [
-            (self._expected_end(running[jobid]), slots)
-            for jobid, slots in self.state.running_on.get(name, {}).items()
-        ]
+        out = []
+        for jobid in self.state.running_on.get(name, ()):
+            job = running[jobid]
+            assert job.alloc is not None
+            out.append((self._expected_end(job), job.alloc.slots_by_host().get(name, 0)))
+        return out
 
     def _expected_end(self, job: Job) -> int:
         """``expected_end`` of a running job (looked up once a session)."""
@@ -461,33 +463,33 @@ class ReservationBook:
     # --- allocating around reservations ------------------------------------------------
 
     def open_to(self, job: Job) -> tuple[bool, ...]:
-        """Whether ``job`` has a run limit, then which reservations it may use: all
-        that decides how the reservations bear on it (the unsatisfiable cache's
-        key); empty while there are none."""
-        reservations = self.reservations
-        if not reservations:
+        """Whether ``job`` has a run limit, then which reservations it may use
+        (``_opens``): all that decides how the reservations bear on it (the
+        unsatisfiable cache's key); empty while there are none."""
+        if not self.reservations:
             return ()  # nothing bears on it
-        size = len(reservations) + 1
         last = self._last_open
-        if last[0] is job and len(last[1]) == size:
+        if last[0] is job and len(last[1]) == len(self.reservations) + 1:
             return last[1]
         flags = self._open.get(job.jobid)
-        if flags is None or len(flags) != size:  # (or reservations were made since)
-            end = self._ends.get(job.jobid)
-            if end is None:
-                end = self._end(job)
-            jobid, priority = job.jobid, job.priority
-            # A reservation is open to the job when it is the job's own, the job ends
-            # before it starts, or (room held for a suspended job's resume) the job
-            # is of higher priority.
-            opens = [
-                r.start_ts >= end or r.jobid == jobid or (above is not None and priority > above)
-                for r, above in zip(reservations, self._yields_to, strict=True)
-            ]
-            flags = (end < FOREVER, *opens)
-            self._open[jobid] = flags
+        if flags is None or len(flags) != len(self.reservations) + 1:  # none made since
+            end = self._end(job)
+            flags = tuple(
+                [end < FOREVER] + [self._opens(i, job, end) for i in range(len(self._held))]
+            )
+            self._open[job.jobid] = flags
         self._last_open = (job, flags)
         return flags
+
+    def _opens(self, index: int, job: Job, end: int) -> bool:
+        """Whether reservation ``index`` is open to ``job``, which would end at ``end``
+        (ns): it is the job's own, the job ends before it starts, or (room held for
+        a suspended job's resume) the job is of higher priority."""
+        reservation = self.reservations[index]
+        if reservation.start_ts >= end or reservation.jobid == job.jobid:
+            return True
+        above = self._yields_to[index]
+        return above is not None and job.priority > above
 
     def unreserved_free(self) -> int:
         """The free slots were no room reserved (slots)."""

@@ -241,7 +241,7 @@ class ClusterState:
     could not: the planner found no instant in view at which they could start.
     ``queue_slots`` and ``user_slots`` are the slots running jobs hold per queue and
     per (queue, user), for the queues' slot limits; ``running`` indexes the running
-    jobs, ``running_on`` the slots they hold per host (host → jobid → slots), and
+    jobs, ``running_on`` them by host (host → their jobids, in start order), and
     ``to_resume`` the jobs suspended by a preemption. All five follow from the jobs
     (``charge``, ``set_preempted``) and are rebuilt, not saved, by a snapshot load.
     """
@@ -268,7 +268,7 @@ class ClusterState:
     queue_slots: dict[str, int] = field(default_factory=dict, metadata=CACHE)
     user_slots: dict[tuple[str, str], int] = field(default_factory=dict, metadata=CACHE)
     running: dict[int, Job] = field(default_factory=dict, metadata=CACHE)
-    running_on: dict[str, dict[int, int]] = field(default_factory=dict, metadata=CACHE)
+    running_on: dict[str, dict[int, None]] = field(default_factory=dict, metadata=CACHE)
     to_resume: dict[int, Job] = field(default_factory=dict, metadata=CACHE)
 
     def add_host(
@@ -455,14 +455,15 @@ class ClusterState:
         on = self.running_on
         if sign > 0:
             self.running[job.jobid] = job
-            for name, held in job.alloc.slots_by_host().items():
-                on.setdefault(name, {})[job.jobid] = held
+            for record in job.alloc.hosts:  # (every host record holds slots)
+                on.setdefault(record.host, {})[job.jobid] = None
         elif self.running.pop(job.jobid, None) is not None:
-            for name in job.alloc.slots_by_host():
-                jobs = on[name]
-                del jobs[job.jobid]
-                if not jobs:
-                    del on[name]
+            for record in job.alloc.hosts:
+                jobs = on.get(record.host)
+                if jobs is not None:
+                    jobs.pop(job.jobid, None)
+                    if not jobs:
+                        del on[record.host]
 
     def set_preempted(self, job: Job, preempted: bool) -> None:
         """Mark ``job`` as suspended by a preemption (the core resumes it) or not."""
