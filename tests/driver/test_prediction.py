@@ -236,7 +236,18 @@ def test_explain_says_no_start_can_be_predicted_behind_a_job_with_no_run_limit(
     jobs = (J(1, 0, 100, 4, None), J(2, 10, 50, 4, 50))  # J1.L-: its end is not known
     assert explained(tmp_path, BackfillPolicy.EASY, *jobs, jobid=2).endswith(
         ": pending: Not enough job slots in the cluster; Not enough job slots: 4 hosts; "
-        "no start time can be predicted: jobs it waits for have no run limit"
+        "no start time can be predicted: jobs it waits for have no run limit, or one "
+        "that ends past the clock's end (2554-07-21)"
+    )
+
+
+def test_explain_names_the_clocks_end_behind_a_run_limit_past_it(tmp_path: Path) -> None:
+    """A run limit of 10**11 s is accepted, but ends past the 64-bit ns clock: the
+    reason must not say the job has no run limit without naming the clock's end."""
+    jobs = (J(1, 0, 100, 4, 10**11), J(2, 10, 50, 4, 50))
+    assert explained(tmp_path, BackfillPolicy.EASY, *jobs, jobid=2).endswith(
+        "no start time can be predicted: jobs it waits for have no run limit, or one "
+        "that ends past the clock's end (2554-07-21)"
     )
 
 

@@ -714,7 +714,10 @@ def start_estimate(core: SchedCore, jobid: int) -> str:
     if why.code is NoEstimateCode.GREEDY:
         return f"no start time is predicted under {name}"
     if why.code is NoEstimateCode.NO_INSTANT:
-        return "no start time can be predicted: jobs it waits for have no run limit"
+        return (
+            "no start time can be predicted: jobs it waits for have no run limit, or one "
+            "that ends past the clock's end (2554-07-21)"
+        )
     if why.code is NoEstimateCode.BEYOND_DEPTH:
         among = "the one job" if policy.depth == 1 else f"among the {policy.depth:,} jobs"
         return f"no start time is predicted: it is not {among} {name} reserves for"
