@@ -233,9 +233,9 @@ class ReservationBook:
         the reservations made so far, and the instant until which it holds."""
         planner = self._planner
         if planner is None:
-            state = self.state
-            ends = [(expected_end(state, job, self.now), job) for job in state.running.values()]
-            planner = self._planner = Planner(state, self.now, ends, self.fit)
+            state, now = self.state, self.now
+            ends = [(expected_end(state, other, now), other) for other in state.running.values()]
+            planner = self._planner = Planner(state, now, ends, self.fit)
         reservation = planner.earliest_start(
             job,
             request,
@@ -248,7 +248,6 @@ class ReservationBook:
         until = min(planner.next_end(), self._first_end)
         if reservation is not None:
             until = min(until, reservation.start_ts)
-        if reservation is not None:
             before = FOREVER  # the earliest start there is
         return (reservation, self._room_now(reservation), self.now, until, before)
 
@@ -355,7 +354,7 @@ class ReservationBook:
                 ]
             )
         out = []
-        naming = self._naming_hosts() if self.state.multi_slot_hosts else {}
+        naming = self._naming_hosts()
         for name, slots in reservation.hosts:
             host = hosts[name]
             if host.used >= host.slots or host.status is not HostStatus.OK:

@@ -224,7 +224,7 @@ class Session:
         book = self.state.book
         if book is None or not outcome.resolvable:
             return
-        policy = self.state.policies.get(queue.name) or self._policy(queue)
+        policy = self._policy(queue)
         if policy.name is BackfillPolicy.GREEDY:
             return
         if book.wants(policy) and not book.has(job):

@@ -212,7 +212,7 @@ class _Counted:
         self.now = 0
         self._ends: list[tuple[int, Job]] = []
         self._frees: dict[int, list[str]] = {}  # jobid → the ok hosts it frees on ending
-        # id of a reservation → (start ns, until ns, its hosts), for ``_held``
+        # id of a reservation → ``_shape``
         self._shapes: dict[int, tuple[int, int, frozenset[str]]] = {}
         # The profile: instant (ns) → (change in the hosts free and unheld then,
         # whether room can appear then: an expected end or a reservation's end).
@@ -289,7 +289,7 @@ class _Counted:
             folded.append(reservation)
             start, until = max(reservation.start_ts, now), reservation.until
             names = [name for name, _ in reservation.hosts]
-            self._shape_list.append((reservation.start_ts, until, frozenset(names)))
+            self._shape_list.append(self._shape(reservation))
             if fit.get(id(reservation)) is not reservation and not self._holds_free(
                 start, until, names, phantom
             ):
@@ -405,16 +405,18 @@ class _Counted:
     def _shapes_of(
         self, reservations: Sequence[Reservation]
     ) -> list[tuple[int, int, frozenset[str]]]:
-        """``(start ns, until ns, hosts)`` of each reservation (kept by id: the book
-        keeps its reservations alive for the session, so an id stays theirs)."""
-        shapes = self._shapes
-        out = []
-        for r in reservations:
-            shape = shapes.get(id(r))
-            if shape is None:
-                shape = shapes[id(r)] = (r.start_ts, r.until, frozenset(n for n, _ in r.hosts))
-            out.append(shape)
-        return out
+        """``_shape`` of each reservation."""
+        return [self._shape(reservation) for reservation in reservations]
+
+    def _shape(self, reservation: Reservation) -> tuple[int, int, frozenset[str]]:
+        """``(start ns, until ns, hosts)`` of a reservation, for ``_held`` (kept by id:
+        the book keeps its reservations alive for the session, so an id stays
+        theirs)."""
+        shape = self._shapes.get(id(reservation))
+        if shape is None:
+            names = frozenset(name for name, _ in reservation.hosts)
+            shape = self._shapes[id(reservation)] = (reservation.start_ts, reservation.until, names)
+        return shape
 
     def _held(
         self,
