@@ -70,6 +70,9 @@ operation = st.one_of(
         st.just("host"), st.integers(0, 6), st.integers(0, 6), st.sampled_from(list(HostStatus))
     ),
     st.tuples(
+        st.just("queue"), st.sampled_from(QUEUES), st.booleans(), st.sampled_from([None, 3, 8])
+    ),
+    st.tuples(
         st.just("update"),
         st.integers(0, 50),
         st.integers(-3, 3),
@@ -89,31 +92,37 @@ TRANSITIONS = {
 }
 
 
+#: ``new_core``'s queues as configured (a ``queue`` operation redefines one from here).
+QUEUE_SPECS: dict[str, dict[str, Any]] = {
+    "low": {"name": "low", "priority": 10, "preemptible": True, "max_running": 8},
+    "normal": {"name": "normal", "priority": 30, "preemptible": True},
+    "high": {
+        "name": "high",
+        "priority": 30,
+        "preemptible_queues": ["low", "normal"],
+        "user_slot_limit": 10,
+    },
+}
+
+
 def new_core(
     decisions: list[Any],
     backfill: BackfillPolicy = BackfillPolicy.GREEDY,
     reservation_depth: int | None = None,
+    incremental: bool = True,
 ) -> SchedCore:
     """A core with three queues (two of equal priority; ``high`` preempts the others,
     ``low`` has a slot limit) and five hosts of 1-4 slots, under the backfill policy
-    ``backfill`` (``reservation_depth`` with ``hybrid``)."""
-    core = SchedCore(on_decision=decisions.append, prng_seed=7)
+    ``backfill`` (``reservation_depth`` with ``hybrid``), with incremental rounds or
+    not."""
+    core = SchedCore(on_decision=decisions.append, prng_seed=7, incremental=incremental)
     core.push_event(
         {
             "type": "CONFIG_PUSH",
             "ts": 0,
             "payload": {
                 "config": {
-                    "queues": [
-                        {"name": "low", "priority": 10, "preemptible": True, "max_running": 8},
-                        {"name": "normal", "priority": 30, "preemptible": True},
-                        {
-                            "name": "high",
-                            "priority": 30,
-                            "preemptible_queues": ["low", "normal"],
-                            "user_slot_limit": 10,
-                        },
-                    ],
+                    "queues": list(QUEUE_SPECS.values()),
                     "preempt_timeout_rounds": 2,
                     "backfill": backfill.value,
                     "reservation_depth": reservation_depth,
@@ -171,6 +180,9 @@ def event_for(core: SchedCore, op: tuple[Any, ...], step: int) -> dict[str, Any]
             "ts": ts,
             "payload": {"hosts": [{"name": f"h{op[1]}", "slots": op[2], "status": op[3].value}]},
         }
+    if kind == "queue":  # (in)activate a queue, give or take its slot limit
+        spec = {**QUEUE_SPECS[op[1]], "active": op[2], "max_running": op[3]}
+        return {"type": "QUEUE_UPDATE", "ts": ts, "payload": {"queue": spec}}
     if kind == "update":
         if not jobs:
             return None
@@ -218,16 +230,18 @@ def run(
     backfill: BackfillPolicy = BackfillPolicy.GREEDY,
     reservation_depth: int | None = None,
     on_round: RoundCheck | None = None,
+    incremental: bool = True,
 ) -> list[str]:
     """Drive a ``new_core`` through ``ops``; with ``check``, after every event assert
     that a rejected event changed nothing, that each round decided each pending job
-    at most once (and ``on_round``'s checks), and that resources are conserved.
+    at most once (and ``on_round``'s checks), and that resources are conserved;
+    ``incremental`` as ``SchedCore``'s.
 
     Returns:
         Every decision as JSON, in order.
     """
     decisions: list[Decision] = []
-    core = new_core(decisions, backfill, reservation_depth)
+    core = new_core(decisions, backfill, reservation_depth, incremental)
     for step, op in enumerate(ops, start=1):
         pending = {j.jobid for j in core.state.jobs.values() if j.state is JobState.PEND}
         suspended = {j.jobid for j in core.state.jobs.values() if j.state is JobState.SUSP}

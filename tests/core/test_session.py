@@ -227,7 +227,9 @@ class Broken(BuiltinFcfs):
     def next_job(self) -> JobInfo | None:
         job = super().next_job()
         if job is not None and Broken.mode == "repeat":
-            self._index -= 1  # rewind: the same job again
+            # rewind the cursor to just before the job: the same job again
+            priority, queued, jobid = self._keys[job.jobid]
+            self._cursor = (priority, queued, jobid - 1)
         return job
 
     def on_dispatch(self, jobid: int) -> None:

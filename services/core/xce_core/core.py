@@ -61,6 +61,7 @@ from xce_core.plugins import (
     HostInfo,
     JobInfo,
     JobPicker,
+    ParkingPicker,
     PickerConfig,
     PluginRegistry,
     QueueInfo,
@@ -87,6 +88,25 @@ _FINISHED = (JobState.DONE, JobState.EXIT)
 
 #: Events that change nothing a reservation rests on (``ClusterState.plan_version``).
 _PLAN_NEUTRAL = frozenset({"JOBS_PUSH", "BEGIN_ROUND", "JOB_RUSAGE"})
+
+#: Events after which a parked job's outcome still rests only on the free slots
+#: (``plugins.ParkingPicker``): jobs arrive, change state (freeing or taking slots;
+#: a job leaving or re-entering pending is unparked by the picker's own hooks),
+#: change (``on_job_update`` re-places them), report usage, or resource values move
+#: (a parked job reads none); a configuration push builds a new picker. Every other
+#: event (hosts, queues, resource definitions) unparks every job.
+_PARK_NEUTRAL = frozenset(
+    {
+        "JOBS_PUSH",
+        "BEGIN_ROUND",
+        "JOB_RUSAGE",
+        "JOB_STATE_CHANGE",
+        "JOB_UPDATE",
+        "RESVALS_FULL",
+        "RESVALS_DELTA",
+        "CONFIG_PUSH",
+    }
+)
 
 #: The eleven event model classes (the members of the ``CoreEvent`` union).
 EVENT_CLASSES: tuple[type, ...] = get_args(get_args(CoreEvent)[0])
@@ -133,6 +153,9 @@ class _View:
     def hosts(self) -> Sequence[HostInfo]:
         return tuple(self._core.state.host_order)
 
+    def free_slots(self) -> int:
+        return self._core.state.free_index.total_free
+
     def check_cancel(self) -> None:
         core = self._core
         if core.cancellable and core._session is not None and core._session.token.cancelled:
@@ -152,6 +175,10 @@ class SchedCore:
             each event's ts.
         unsatisfiable_cache: keep the session's unsatisfiable-request cache (Req 7);
             False only to measure what it saves (decisions are the same either way).
+        incremental: park jobs whose outcome provably cannot change (DESIGN
+            "Incremental rounds") with a picker that can (``ParkingPicker``); False
+            gives every pending job its turn every round, as the tests' reference
+            (decisions and the picker's hooks are the same either way).
 
     Raises:
         ConfigError: the registry lacks the default picker ``builtin_fcfs``.
@@ -169,6 +196,7 @@ class SchedCore:
         registry: PluginRegistry | None = None,
         clock: Clock | None = None,
         unsatisfiable_cache: bool = True,
+        incremental: bool = True,
     ) -> None:
         self.on_decision = on_decision
         self.prng_seed = prng_seed
@@ -181,6 +209,7 @@ class SchedCore:
         self.events = 0
         self.cache_hits = 0  # jobs pended by the unsatisfiable-request cache (a metric)
         self.unsatisfiable_cache = unsatisfiable_cache
+        self.incremental = incremental
         self.preemptor = Preemptor(self.state, self.registry, self.view)
         self._session: SessionState | None = None
         self.cancellable = False
@@ -194,6 +223,7 @@ class SchedCore:
         # The last session's counted reservations (backfill.ReservationBook.plans_made).
         self._plans: Plans = {}
         self.picker: JobPicker = self._make_picker(self.state.config.job_pick_plugin, None)
+        self.parking: ParkingPicker | None = self._parking_of(self.picker)
         self._handlers: dict[str, Callable[[Any], None]] = {
             "CONFIG_PUSH": self._on_config_push,
             "JOBS_PUSH": self._on_jobs_push,
@@ -240,6 +270,8 @@ class SchedCore:
         self._handlers[event.type](event)
         if event.type not in _PLAN_NEUTRAL:
             self.state.plan_version += 1
+        if event.type not in _PARK_NEUTRAL and self.parking is not None:
+            self.parking.unpark_all()
         self.last_ts = event.ts
         self.clock.observe(event.ts)
         self.events += 1
@@ -341,6 +373,12 @@ class SchedCore:
             raise
         self.picker.fini()
         self.picker = picker
+        self.parking = self._parking_of(picker)
+
+    def _parking_of(self, picker: JobPicker) -> ParkingPicker | None:
+        """``picker`` when it parks jobs and rounds are incremental, else None."""
+        parks = self.incremental and callable(getattr(picker, "park", None))
+        return cast(ParkingPicker, picker) if parks else None
 
     def _check_queue(
         self, event_type: str, where: str, spec: QueueSpec, queues: Collection[str]

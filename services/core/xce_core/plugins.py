@@ -111,6 +111,10 @@ class CoreView(Protocol):
         """Every host, in host order."""
         ...
 
+    def free_slots(self) -> int:
+        """Free slots now, over the hosts jobs may start on (status ok), O(1)."""
+        ...
+
     def check_cancel(self) -> None:
         """A cancellation point: raises ``SessionCancelled`` if the session was cancelled."""
         ...
@@ -159,6 +163,25 @@ class JobPicker(Protocol):
     def on_pend(self, jobid: int) -> None: ...
     def save_state(self) -> dict[str, Any]: ...
     def load_state(self, state: Mapping[str, Any]) -> None: ...
+
+
+class ParkingPicker(Protocol):
+    """An optional capability of a picker: incremental rounds (DESIGN "Incremental
+    rounds"; issue 16).
+
+    After a pending job's turn, the core may *park* it: it proved that the job's
+    outcome cannot change while fewer than ``slots`` slots are free
+    (``CoreView.free_slots``), and that its turn then makes no decision. The picker
+    may then leave it out of ``next_job`` while that holds, and must not call it
+    pended for those turns (``on_pend`` is not called for a job not returned). It
+    must still return it, in its place, once ``slots`` are free, and forget the
+    parking when the job leaves pending, changes (``on_job_update``) or
+    ``unpark_all`` is called (something else the outcome rests on changed: hosts,
+    queues, resources). A picker without ``park`` gets every job every round.
+    """
+
+    def park(self, jobid: int, slots: int) -> None: ...
+    def unpark_all(self) -> None: ...
 
 
 class PickerBase:

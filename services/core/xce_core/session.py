@@ -34,11 +34,13 @@ from xce_schemas import BackfillPolicy, Dispatch, JobAlloc, JobState, NewSession
 
 from xce_core.alloc.job import job_never_fits
 from xce_core.alloc.outcome import Unsatisfied
+from xce_core.alloc.primary import SHORT
 from xce_core.backfill import Policy, ReservationBook, policy_of
 from xce_core.errors import SessionCancelled
 from xce_core.preempt.preemptor import DROP, FINAL, Plan
 from xce_core.preempt.resume import suspended_by_preemption
 from xce_core.readiness import exceeds_limits, limit_hold, queue_hold
+from xce_core.resreq.model import EMPTY
 from xce_core.state import Job, Queue
 
 if TYPE_CHECKING:
@@ -163,11 +165,31 @@ class Session:
                 # From here the job's decision is made whole: no cancellation point.
                 core.cancellable = False
                 self._decide(job, outcome, plan)
+                if outcome is SHORT and plan is FINAL and core.parking is not None:
+                    self._park(job, queue)
         except SessionCancelled:
             log.info("session %d at ts=%d cancelled", session.number, session.start_ts)
         finally:
             core.cancellable = False
             picker.end_session()
+
+    def _park(self, job: Job, queue: Queue) -> None:
+        """Park a job that pended for too few free slots when nothing else can change
+        its outcome (DESIGN "Incremental rounds"): a plain request (slots only), so
+        it starts as soon as its tasks' slots are free, anywhere; no reservation,
+        order block or owed room (every policy ``greedy``); a queue whose readiness
+        moves only with a queue event (active, no run windows, no slot limits); no
+        preemption, made or in flight. Until that many slots are free its turn would
+        pend it again for the same reason, which is no decision."""
+        if (
+            job.request is EMPTY
+            and self.state.book is None
+            and not queue.preemptible_queues
+            and not queue.limited
+            and not queue.windows
+            and job.jobid not in self.core.state.preemptions
+        ):
+            self.core.parking.park(job.jobid, job.tasks)  # type: ignore[union-attr]
 
     def _schedule(self, job: Job, queue: Queue) -> tuple[JobAlloc | Unsatisfied, Plan]:
         """The job's outcome (an allocation held, or why not) and the preemption plan

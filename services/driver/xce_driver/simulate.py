@@ -215,6 +215,7 @@ def run_simulation(
     queues: Sequence[QueueSpec] = (),
     backfill: BackfillPolicy = BackfillPolicy.GREEDY,
     reservation_depth: int | None = None,
+    incremental: bool = True,
 ) -> SimulationResult:
     """Simulate ``workload`` on its cluster with the picker ``policy``.
 
@@ -236,6 +237,8 @@ def run_simulation(
             ``scheduler_config``; ``--queues``).
         backfill, reservation_depth: the backfill policy (``--backfill``; a queue's
             own, in ``queues``, overrides it for its jobs).
+        incremental: incremental rounds (``SchedCore``'s ``incremental``); False
+            only to measure what they save: the decisions are the same.
 
     Raises:
         ConfigError: ``policy`` (or a queue's ``job_pick_plugin``) is not a
@@ -254,7 +257,9 @@ def run_simulation(
             recorder.decision(decision)
         emulator.on_decision(decision)
 
-    core = SchedCore(on_decision=on_decision, prng_seed=seed, registry=registry)
+    core = SchedCore(
+        on_decision=on_decision, prng_seed=seed, registry=registry, incremental=incremental
+    )
 
     def push(event: CoreEvent) -> None:
         if recorder is None:

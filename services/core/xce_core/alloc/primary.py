@@ -113,7 +113,10 @@ def allocator_for(tasks: int) -> Allocator:
 #: The outcomes that need no search, made once (outcomes are frozen values).
 _NO_HOSTS = Unsatisfied(PendingCode.NO_HOSTS, resolvable=False)
 _TOO_LARGE = Unsatisfied(PendingCode.JOB_LARGER_THAN_CLUSTER, resolvable=False)
-_SHORT = Unsatisfied(PendingCode.NOT_ENOUGH_SLOTS, resolvable=True)
+#: Fewer free slots than tasks: the outcome of a plain job (no select, rusage,
+#: span, order or same) exactly while that holds, which the session's incremental
+#: rounds rest on (``Session._park``).
+SHORT = Unsatisfied(PendingCode.NOT_ENOUGH_SLOTS, resolvable=True)
 _NO_PLAN = Unsatisfied(PendingCode.NOT_ENOUGH_HOSTS_FOR_SPAN, resolvable=True)
 
 
@@ -444,7 +447,7 @@ def allocate_primary(
         return refused
     if request is None or state is None:
         if index.total_free < tasks:  # a plain job: only slots can hold it, known in O(1)
-            return _SHORT
+            return SHORT
         return _plain(tasks, hosts, index, check_cancel, allocator, primary)
     if index.total_free < tasks:
         # Too few free slots now, so no plan can fit; but a select that no host
@@ -616,7 +619,7 @@ def diagnose(request: _Request, state: ClusterState, memo: NeverMemo | None = No
         )
     tasks = request.tasks
     if sum(h.free for h in free) < tasks:
-        return _SHORT
+        return SHORT
     if span_plan(request.primary, tasks) is not None:
         return _NO_PLAN
     if sum(request.most(h, tasks) for h in free) < tasks:

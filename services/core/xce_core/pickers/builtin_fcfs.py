@@ -13,6 +13,11 @@ overridden queue in queue-name order.
 All state is private and sorted (``sortedcontainers``); ``next_job`` never scans the
 core's tables (Req 8 AC 3). ``begin_session`` resets the cursor; ``end_session`` and
 ``on_pend`` are no-ops, so a pended job keeps its place (Req 8 AC 6).
+
+Incremental rounds (``plugins.ParkingPicker``): a lane job the core *parked* is kept
+apart, grouped by the slots it needs, and ``next_job`` passes over it while fewer
+slots are free; the walk is a cursor over sorted keys, so a round costs the jobs
+it returns, not the jobs that pend (DESIGN "Incremental rounds").
 """
 
 from __future__ import annotations
@@ -24,7 +29,15 @@ from typing import Any, ClassVar
 from sortedcontainers import SortedDict, SortedList
 from xce_schemas import JobState, SchedulerConfig
 
-from xce_core.plugins import CoreView, JobInfo, JobPicker, PickerBase, PickerConfig, QueueInfo
+from xce_core.plugins import (
+    CoreView,
+    JobInfo,
+    JobPicker,
+    ParkingPicker,
+    PickerBase,
+    PickerConfig,
+    QueueInfo,
+)
 
 #: A job's place in its FCFS lane: (-job priority, queue time ns, jobid).
 JobKey = tuple[int, int, int]
@@ -45,9 +58,14 @@ class _Queue:
 
 @dataclass(slots=True)
 class _Level:
-    """All queues of one priority: the merged FCFS lane and the overridden queues."""
+    """All queues of one priority: the merged FCFS lane and the overridden queues.
+
+    The lane's keys are in ``fcfs`` unless parked; a parked key is in
+    ``parked[slots]`` instead, ``slots`` being the free slots it waits for.
+    """
 
     fcfs: SortedList = field(default_factory=SortedList)
+    parked: SortedDict = field(default_factory=SortedDict)  # slots → SortedList of keys
     overrides: SortedDict = field(default_factory=SortedDict)  # queue name → picker
 
 
@@ -69,10 +87,10 @@ class BuiltinFcfs(PickerBase):
         self._keys: dict[int, JobKey] = {}  # jobid → key, jobs in a FCFS lane
         self._jobs: dict[int, JobInfo] = {}  # jobid → job, every tracked job
         self._owner: dict[int, str] = {}  # jobid → queue name, every tracked job
+        self._parked: dict[int, int] = {}  # jobid → slots it waits for, parked lane jobs
         self._level_pos = 0
         self._lane = 0  # 0: the FCFS lane; i > 0: the (i-1)-th override
-        self._order: list[JobKey] | None = None  # the FCFS lane of this level, this session
-        self._index = 0
+        self._cursor: JobKey | None = None  # the last key the lane walk returned
         self._exhausted = False
         self._overrides = 0  # queues served by an override picker
 
@@ -154,36 +172,29 @@ class BuiltinFcfs(PickerBase):
         """Reset the cursor to the head of the highest-priority level."""
         self._level_pos = 0
         self._lane = 0
-        self._order = None
+        self._cursor = None
         self._exhausted = False
         for queue in self._queues.values():
             if queue.override is not None:
                 queue.override.begin_session()
 
     def next_job(self) -> JobInfo | None:
-        """The next pending job in FCFS order, or None when all are exhausted."""
+        """The next pending job in FCFS order, or None when all are exhausted; a
+        parked job only while at least the slots it waits for are free."""
         if self._exhausted:
             return None
         levels = self._levels
-        keys = self._keys
         while self._level_pos < len(levels):
             self._view.check_cancel()
+            level: _Level = levels.peekitem(self._level_pos)[1]
             if self._lane == 0:
-                if self._order is None:
-                    level: _Level = levels.peekitem(self._level_pos)[1]
-                    # The lane as it stands when the session reaches it: nothing joins
-                    # a lane during a session, and jobs that leave it are skipped.
-                    self._order = list(level.fcfs)
-                    self._index = 0
-                order = self._order
-                while self._index < len(order):
-                    key = order[self._index]
-                    self._index += 1
-                    if keys.get(key[2]) is key:
-                        return self._jobs[key[2]]
+                key = self._next_key(level)
+                if key is not None:
+                    self._cursor = key
+                    return self._jobs[key[2]]
                 self._lane = 1
-                self._order = None
-            overrides = levels.peekitem(self._level_pos)[1].overrides
+                self._cursor = None
+            overrides = level.overrides
             while self._lane <= len(overrides):
                 override: JobPicker = overrides.peekitem(self._lane - 1)[1]
                 job = override.next_job()
@@ -194,6 +205,68 @@ class BuiltinFcfs(PickerBase):
             self._lane = 0
         self._exhausted = True
         return None
+
+    def _next_key(self, level: _Level) -> JobKey | None:
+        """The lane's first key after the cursor among the unparked jobs and the
+        parked ones waiting for no more slots than are free now; a parked job so
+        returned is unparked (the core parks it again if it still waits).
+
+        Nothing joins a lane during a session (jobs arrive between rounds), so the
+        walk sees the lane as it stood when the session reached it, less the jobs
+        that left it.
+        """
+        cursor = self._cursor
+        fcfs = level.fcfs
+        at = 0 if cursor is None else fcfs.bisect_right(cursor)
+        best: JobKey | None = fcfs[at] if at < len(fcfs) else None
+        parked = level.parked
+        if not parked:
+            return best
+        free = self._view.free_slots()
+        source = None
+        for slots in parked.irange(maximum=free):
+            group: SortedList = parked[slots]
+            at = 0 if cursor is None else group.bisect_right(cursor)
+            if at < len(group) and (best is None or group[at] < best):
+                best, source = group[at], slots
+        if source is not None and best is not None:
+            self._unpark(level, best[2])
+        return best
+
+    def park(self, jobid: int, slots: int) -> None:
+        """The core proved the lane job's outcome cannot change while fewer than
+        ``slots`` slots are free (``plugins.ParkingPicker``): pass over it till then.
+        A job of an override queue (or one not tracked) is left as it is."""
+        key = self._keys.get(jobid)
+        if key is None or jobid in self._parked:
+            return
+        level: _Level = self._levels[-self._queues[self._owner[jobid]].priority]
+        level.fcfs.remove(key)
+        group = level.parked.get(slots)
+        if group is None:
+            group = level.parked[slots] = SortedList()
+        group.add(key)
+        self._parked[jobid] = slots
+
+    def unpark_all(self) -> None:
+        """Something a parked job's outcome rests on changed: visit them all again."""
+        if not self._parked:
+            return
+        for level in self._levels.values():
+            for group in level.parked.values():
+                level.fcfs.update(group)
+            level.parked.clear()
+        self._parked.clear()
+
+    def _unpark(self, level: _Level, jobid: int) -> None:
+        """Move a parked job back among the lane's unparked jobs."""
+        slots = self._parked.pop(jobid)
+        key = self._keys[jobid]
+        group: SortedList = level.parked[slots]
+        group.remove(key)
+        if not group:
+            del level.parked[slots]
+        level.fcfs.add(key)
 
     def end_session(self) -> None:
         """Forward the end of the session to the override pickers."""
@@ -242,6 +315,7 @@ class BuiltinFcfs(PickerBase):
         self._keys.clear()
         self._jobs.clear()
         self._owner.clear()
+        self._parked.clear()
 
     # --- internals -----------------------------------------------------------------
 
@@ -278,8 +352,11 @@ class BuiltinFcfs(PickerBase):
             elif new_state is not None:
                 queue.override.on_job_state_change(job, new_state)
             return
+        level: _Level = self._levels[-queue.priority]
+        if jobid in self._parked:
+            self._unpark(level, jobid)
         key = self._keys.pop(jobid)
-        self._levels[-queue.priority].fcfs.remove(key)
+        level.fcfs.remove(key)
 
     def _drop_queue(self, name: str, queue: _Queue) -> None:
         level: _Level = self._levels[-queue.priority]
@@ -293,3 +370,4 @@ class BuiltinFcfs(PickerBase):
 
 
 _: type[JobPicker] = BuiltinFcfs
+_parks: type[ParkingPicker] = BuiltinFcfs
