@@ -19,7 +19,6 @@ from xce_schemas import BackfillPolicy, Dispatch, HostStatus, JobSpec, JobState,
 from tests.builders import Scenario, cluster, job_spec
 from tests.core.random_events import QUEUES, RUN_LIMITS, operation, run
 
-
 #: Any operation, with plain jobs (the ones parked), rounds, and queue and host
 #: changes (what unparks them) more often than ``operation`` gives them.
 busy = st.one_of(
@@ -107,7 +106,11 @@ def test_a_host_change_unparks_jobs_that_can_no_longer_ever_run() -> None:
     assert _round(scenario, 1) == [("DISPATCH", 1), ("PEND", 2)]  # job 2 is parked
     # Host h4 loses its slot: job 2 is now larger than the cluster and must say so.
     scenario.push(
-        {"type": "WORKERS_PUSH", "ts": 2 * 10**9, "payload": {"hosts": [{"name": "h4", "slots": 0}]}}
+        {
+            "type": "WORKERS_PUSH",
+            "ts": 2 * 10**9,
+            "payload": {"hosts": [{"name": "h4", "slots": 0}]},
+        }
     )
     assert _round(scenario, 3) == [("PEND", 2)]
     reason = scenario.core.state.jobs[2].pend_reason
@@ -226,4 +229,3 @@ def _offers(scenario: Scenario, at_s: int) -> list[int]:
     finally:
         del picker.next_job  # type: ignore[attr-defined]
     return offered
-
