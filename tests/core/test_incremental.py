@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import Any, ClassVar
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from xce_core.in_tree import in_tree_registry
@@ -17,20 +18,22 @@ from xce_core.plugins import CoreView, JobInfo, PickerBase, PickerConfig
 from xce_schemas import BackfillPolicy, Dispatch, HostStatus, JobSpec, JobState, PendingCode
 
 from tests.builders import Scenario, cluster, job_spec
-from tests.core.random_events import QUEUES, RUN_LIMITS, operation, run
+from tests.core.random_events import QUEUES, operation, run
 
-#: Any operation, with plain jobs (the ones parked), rounds, and queue and host
-#: changes (what unparks them) more often than ``operation`` gives them.
+#: Any operation, with plain jobs (the ones parked) with run limits, rounds, ends,
+#: and queue and host changes (what unparks them) more often than ``operation``
+#: gives them.
 busy = st.one_of(
     st.tuples(
         st.just("submit"),
         st.integers(1, 6),
         st.integers(-2, 2),
-        st.sampled_from(QUEUES),
+        st.sampled_from(("normal", "normal", "normal", *QUEUES)),  # "normal" parks
         st.just(""),
-        st.sampled_from(RUN_LIMITS),
+        st.sampled_from([1, 5, 50, 3600]),  # run limits: reservations in view
     ),
     st.tuples(st.just("round")),
+    st.tuples(st.just("finish"), st.integers(0, 50)),
     st.tuples(
         st.just("queue"), st.sampled_from(QUEUES), st.booleans(), st.sampled_from([None, 3, 8])
     ),
@@ -47,14 +50,54 @@ def test_incremental_and_full_rounds_decide_the_same(ops: list[tuple[Any, ...]])
     assert run(ops, check=False, incremental=True) == run(ops, check=False, incremental=False)
 
 
-@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(st.lists(busy, min_size=20, max_size=100), st.sampled_from(list(BackfillPolicy)))
+@pytest.mark.parametrize("backfill", [p for p in BackfillPolicy if p is not BackfillPolicy.GREEDY])
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(ops=st.lists(busy, min_size=20, max_size=100))
 def test_incremental_and_full_rounds_decide_the_same_under_every_backfill_policy(
-    ops: list[tuple[Any, ...]], backfill: BackfillPolicy
+    backfill: BackfillPolicy, ops: list[tuple[Any, ...]]
 ) -> None:
     depth = 2 if backfill is BackfillPolicy.HYBRID else None
     full = run(ops, check=False, backfill=backfill, reservation_depth=depth, incremental=False)
-    assert run(ops, check=True, backfill=backfill, reservation_depth=depth) == full
+    assert run(ops, check=False, backfill=backfill, reservation_depth=depth) == full
+
+
+#: A backlog of plain jobs on one-slot hosts: submits (tasks, run limit s), rounds
+#: and ends, where reservations decide what backfills.
+backlog = st.lists(
+    st.one_of(
+        st.tuples(st.just("submit"), st.integers(1, 6), st.sampled_from([1, 5, 50, 3600, None])),
+        st.tuples(st.just("round")),
+        st.tuples(st.just("finish"), st.integers(0, 30)),
+    ),
+    min_size=10,
+    max_size=80,
+)
+
+
+@pytest.mark.parametrize("backfill", list(BackfillPolicy))
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(ops=backlog)
+def test_incremental_and_full_rounds_decide_the_same_on_a_backlog(
+    backfill: BackfillPolicy, ops: list[tuple[Any, ...]]
+) -> None:
+    def drive(incremental: bool) -> list[str]:
+        depth = 2 if backfill is BackfillPolicy.HYBRID else None
+        builder = cluster().hosts_n(6).configure(backfill=backfill, reservation_depth=depth)
+        scenario = builder.build()
+        scenario.core.incremental = incremental
+        scenario.core.rebuild_picker()
+        for step, op in enumerate(ops, start=1):
+            if op[0] == "submit":
+                scenario.submit(job_spec(step, tasks=op[1], run_limit_s=op[2]), at_s=step)
+            elif op[0] == "round":
+                scenario.round(step)
+            else:
+                running = [j for j in scenario.core.state.jobs.values() if j.state is JobState.RUN]
+                if running:
+                    scenario.finish(running[op[1] % len(running)].jobid, at_s=step)
+        return [decision.model_dump_json() for decision in scenario.decisions]
+
+    assert drive(True) == drive(False)
 
 
 @settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])

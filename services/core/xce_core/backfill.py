@@ -114,6 +114,8 @@ class ReservationBook:
             None: the scheduler's), the job that blocks every later one there.
         unplanned: blocked jobs reserved for in vain, in order: the planner found
             no instant in view at which they could start.
+        reserving: the policy domains (other than ``greedy``'s) whose depth is not
+            reached yet, with how many reservations each still makes.
     """
 
     state: ClusterState
@@ -123,6 +125,7 @@ class ReservationBook:
     held: bool = False
     blocked_by: dict[str | None, int] = field(default_factory=dict)
     unplanned: list[int] = field(default_factory=list)
+    reserving: dict[str | None, int] = field(default_factory=dict)
     _held: list[dict[str, int]] = field(default_factory=list)  # phantom, per reservation
     _phantom_slots: int = 0  # sum of ``phantom``
     _made: dict[str | None, int] = field(default_factory=dict)  # reservations, per domain
@@ -203,6 +206,12 @@ class ReservationBook:
         if key is not None and reservation is not None:  # planned by counting
             self.fit[id(reservation)] = reservation
         self._made[policy.domain] = self._made.get(policy.domain, 0) + 1
+        left = self.reserving.get(policy.domain)
+        if left is not None:
+            if left <= 1:
+                del self.reserving[policy.domain]
+            else:
+                self.reserving[policy.domain] = left - 1
         if (
             kept is not None
             and kept != reservation
@@ -489,6 +498,12 @@ class ReservationBook:
             return True
         above = self._yields_to[index]
         return above is not None and job.priority > above
+
+    def wake_slots(self) -> int:
+        """``CoreView.wake_slots``: the free slots were no room reserved, or, while a
+        domain still reserves (its next blocked job takes a reservation, which a
+        parked job may be), every parked job (``FOREVER``)."""
+        return FOREVER if self.reserving else self.unreserved_free()
 
     def unreserved_free(self) -> int:
         """The free slots were no room reserved (slots)."""

@@ -21,6 +21,7 @@ from typing import Any, cast, get_args
 from pydantic import ValidationError
 from xce_schemas import (
     EVENT_TYPES,
+    BackfillPolicy,
     BeginRound,
     ConfigPush,
     CoreEvent,
@@ -52,7 +53,7 @@ from xce_core.alloc.job import allocate_job
 from xce_core.alloc.outcome import Placement, Reservation, Unsatisfied
 from xce_core.alloc.primary import NeverMemo, allocate_primary
 from xce_core.alloc.records import build_records
-from xce_core.backfill import Plans, ReservationBook, backfills
+from xce_core.backfill import Plans, ReservationBook, backfills, policy_of
 from xce_core.clock import Clock
 from xce_core.errors import ConfigError, EventError, PluginError, SessionCancelled
 from xce_core.in_tree import in_tree_registry
@@ -153,8 +154,12 @@ class _View:
     def hosts(self) -> Sequence[HostInfo]:
         return tuple(self._core.state.host_order)
 
-    def free_slots(self) -> int:
-        return self._core.state.free_index.total_free
+    def wake_slots(self) -> int:
+        core = self._core
+        book = None if core._session is None else core._session.book
+        if book is None:
+            return core.state.free_index.total_free
+        return book.wake_slots()
 
     def check_cancel(self) -> None:
         core = self._core
@@ -642,8 +647,13 @@ class SchedCore:
         state.sessions += 1
         session = self._session = SessionState(state.sessions, event.ts)
         if backfills(state):
+            policies = (policy_of(state, queue) for queue in state.queues.values())
             session.book = ReservationBook(
-                state, event.ts, plans=self._plans, previous=state.reservations
+                state,
+                event.ts,
+                plans=self._plans,
+                previous=state.reservations,
+                reserving={p.domain: p.depth for p in policies if p.name is not BackfillPolicy.GREEDY},
             )
         if self._never_version != state.hosts_version:
             self.never.clear()

@@ -111,8 +111,12 @@ class CoreView(Protocol):
         """Every host, in host order."""
         ...
 
-    def free_slots(self) -> int:
-        """Free slots now, over the hosts jobs may start on (status ok), O(1)."""
+    def wake_slots(self) -> int:
+        """Parked jobs (``ParkingPicker``) waiting for at most this many free slots
+        are to be offered now, O(1): the free slots (room reserved for other jobs
+        counted as free: a plain job too large for it all is decided without it),
+        or every parked job while a backfill policy still reserves for the next
+        blocked job it is offered."""
         ...
 
     def check_cancel(self) -> None:
@@ -170,9 +174,9 @@ class ParkingPicker(Protocol):
     rounds"; issue 16).
 
     After a pending job's turn, the core may *park* it: it proved that the job's
-    outcome cannot change while fewer than ``slots`` slots are free
-    (``CoreView.free_slots``), and that its turn then makes no decision. The picker
-    may then leave it out of ``next_job`` while that holds, and must not call it
+    turn makes no decision and changes nothing while ``CoreView.wake_slots()`` is
+    below ``slots``. The picker may then leave it out of ``next_job`` while that
+    holds (asking at each call: it changes within a session), and must not call it
     pended for those turns (``on_pend`` is not called for a job not returned). It
     must still return it, in its place, once ``slots`` are free, and forget the
     parking when the job leaves pending, changes (``on_job_update``) or

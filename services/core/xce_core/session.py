@@ -174,20 +174,28 @@ class Session:
             picker.end_session()
 
     def _park(self, job: Job, queue: Queue) -> None:
-        """Park a job that pended for too few free slots when nothing else can change
-        its outcome (DESIGN "Incremental rounds"): a plain request (slots only), so
-        it starts as soon as its tasks' slots are free, anywhere; no reservation,
-        order block or owed room (every policy ``greedy``); a queue whose readiness
-        moves only with a queue event (active, no run windows, no slot limits); no
-        preemption, made or in flight. Until that many slots are free its turn would
-        pend it again for the same reason, which is no decision."""
+        """Park a job that pended for too few free slots when nothing but the free
+        slots can change its turn (DESIGN "Incremental rounds"):
+
+        * a plain request (slots only): it starts as soon as its tasks' slots are
+          free, anywhere, and with fewer it pends for this same reason;
+        * a queue whose readiness moves only with a queue event: active, no run
+          windows, no slot limits; and no preemption, made or in flight;
+        * a backfill policy other than ``strict`` (a job blocked there pends for
+          another reason once an earlier one blocks). Around reservations its
+          slots are counted as if none were reserved, and while its policy still
+          reserves it is offered anyway (``ReservationBook.wake_slots``).
+
+        Until then its turn would pend it again for the same reason, which is no
+        decision, and change nothing.
+        """
         if (
             job.request is EMPTY
-            and self.state.book is None
             and not queue.preemptible_queues
             and not queue.limited
             and not queue.windows
             and job.jobid not in self.core.state.preemptions
+            and (self.state.book is None or self._policy(queue).name is not BackfillPolicy.STRICT)
         ):
             self.core.parking.park(job.jobid, job.tasks)  # type: ignore[union-attr]
 

@@ -15,8 +15,8 @@ core's tables (Req 8 AC 3). ``begin_session`` resets the cursor; ``end_session``
 ``on_pend`` are no-ops, so a pended job keeps its place (Req 8 AC 6).
 
 Incremental rounds (``plugins.ParkingPicker``): a lane job the core *parked* is kept
-apart, grouped by the slots it needs, and ``next_job`` passes over it while fewer
-slots are free; the walk is a cursor over sorted keys, so a round costs the jobs
+apart, grouped by the slots it waits for, and ``next_job`` passes over it while
+``CoreView.wake_slots()`` is below that; the walk is a cursor over sorted keys, so a round costs the jobs
 it returns, not the jobs that pend (DESIGN "Incremental rounds").
 """
 
@@ -208,7 +208,7 @@ class BuiltinFcfs(PickerBase):
 
     def _next_key(self, level: _Level) -> JobKey | None:
         """The lane's first key after the cursor among the unparked jobs and the
-        parked ones waiting for no more slots than are free now; a parked job so
+        parked ones waiting for no more than ``wake_slots()``; a parked job so
         returned is unparked (the core parks it again if it still waits).
 
         Nothing joins a lane during a session (jobs arrive between rounds), so the
@@ -222,9 +222,8 @@ class BuiltinFcfs(PickerBase):
         parked = level.parked
         if not parked:
             return best
-        free = self._view.free_slots()
         source = None
-        for slots in parked.irange(maximum=free):
+        for slots in parked.irange(maximum=self._view.wake_slots()):
             group: SortedList = parked[slots]
             at = 0 if cursor is None else group.bisect_right(cursor)
             if at < len(group) and (best is None or group[at] < best):
@@ -234,8 +233,9 @@ class BuiltinFcfs(PickerBase):
         return best
 
     def park(self, jobid: int, slots: int) -> None:
-        """The core proved the lane job's outcome cannot change while fewer than
-        ``slots`` slots are free (``plugins.ParkingPicker``): pass over it till then.
+        """The core proved the lane job's turn changes nothing while
+        ``wake_slots()`` is below ``slots`` (``plugins.ParkingPicker``): pass over
+        it till then.
         A job of an override queue (or one not tracked) is left as it is."""
         key = self._keys.get(jobid)
         if key is None or jobid in self._parked:
