@@ -88,6 +88,9 @@ class BuiltinFcfs(PickerBase):
         self._jobs: dict[int, JobInfo] = {}  # jobid → job, every tracked job
         self._owner: dict[int, str] = {}  # jobid → queue name, every tracked job
         self._parked: dict[int, int] = {}  # jobid → slots it waits for, parked lane jobs
+        # A parked job just offered: it stays parked if the core parks it again
+        # before the next offer, else it is unparked then.
+        self._offered: int | None = None
         self._level_pos = 0
         self._lane = 0  # 0: the FCFS lane; i > 0: the (i-1)-th override
         self._cursor: JobKey | None = None  # the last key the lane walk returned
@@ -181,6 +184,8 @@ class BuiltinFcfs(PickerBase):
     def next_job(self) -> JobInfo | None:
         """The next pending job in FCFS order, or None when all are exhausted; a
         parked job only while at least the slots it waits for are free."""
+        if self._offered is not None:
+            self._settle()
         if self._exhausted:
             return None
         levels = self._levels
@@ -209,7 +214,7 @@ class BuiltinFcfs(PickerBase):
     def _next_key(self, level: _Level) -> JobKey | None:
         """The lane's first key after the cursor among the unparked jobs and the
         parked ones waiting for no more than ``wake_slots()``; a parked job so
-        returned is unparked (the core parks it again if it still waits).
+        returned is ``_offered`` (unparked unless the core parks it again).
 
         Nothing joins a lane during a session (jobs arrive between rounds), so the
         walk sees the lane as it stood when the session reached it, less the jobs
@@ -222,25 +227,30 @@ class BuiltinFcfs(PickerBase):
         parked = level.parked
         if not parked:
             return best
-        source = None
+        offered = None
         for slots in parked.irange(maximum=self._view.wake_slots()):
             group: SortedList = parked[slots]
             at = 0 if cursor is None else group.bisect_right(cursor)
             if at < len(group) and (best is None or group[at] < best):
-                best, source = group[at], slots
-        if source is not None and best is not None:
-            self._unpark(level, best[2])
+                best = group[at]
+                offered = best[2]
+        self._offered = offered
         return best
 
     def park(self, jobid: int, slots: int) -> None:
         """The core proved the lane job's turn changes nothing while
         ``wake_slots()`` is below ``slots`` (``plugins.ParkingPicker``): pass over
-        it till then.
-        A job of an override queue (or one not tracked) is left as it is."""
+        it till then. A job of an override queue (or one not tracked) is left as
+        it is."""
         key = self._keys.get(jobid)
+        if jobid == self._offered:
+            self._offered = None
+            if self._parked[jobid] == slots:
+                return  # parked as it was
+            self._unpark(self._level_of(jobid), jobid)
         if key is None or jobid in self._parked:
             return
-        level: _Level = self._levels[-self._queues[self._owner[jobid]].priority]
+        level = self._level_of(jobid)
         level.fcfs.remove(key)
         group = level.parked.get(slots)
         if group is None:
@@ -250,6 +260,7 @@ class BuiltinFcfs(PickerBase):
 
     def unpark_all(self) -> None:
         """Something a parked job's outcome rests on changed: visit them all again."""
+        self._offered = None
         if not self._parked:
             return
         for level in self._levels.values():
@@ -257,6 +268,17 @@ class BuiltinFcfs(PickerBase):
                 level.fcfs.update(group)
             level.parked.clear()
         self._parked.clear()
+
+    def _settle(self) -> None:
+        """Unpark the job offered last, which the core did not park again."""
+        jobid, self._offered = self._offered, None
+        if jobid is not None and jobid in self._parked:
+            self._unpark(self._level_of(jobid), jobid)
+
+    def _level_of(self, jobid: int) -> _Level:
+        """The level of a lane job."""
+        level: _Level = self._levels[-self._queues[self._owner[jobid]].priority]
+        return level
 
     def _unpark(self, level: _Level, jobid: int) -> None:
         """Move a parked job back among the lane's unparked jobs."""
@@ -270,6 +292,7 @@ class BuiltinFcfs(PickerBase):
 
     def end_session(self) -> None:
         """Forward the end of the session to the override pickers."""
+        self._settle()
         for queue in self._queues.values():
             if queue.override is not None:
                 queue.override.end_session()
@@ -353,10 +376,17 @@ class BuiltinFcfs(PickerBase):
                 queue.override.on_job_state_change(job, new_state)
             return
         level: _Level = self._levels[-queue.priority]
-        if jobid in self._parked:
-            self._unpark(level, jobid)
         key = self._keys.pop(jobid)
-        level.fcfs.remove(key)
+        slots = self._parked.pop(jobid, None)
+        if slots is None:
+            level.fcfs.remove(key)
+            return
+        if jobid == self._offered:
+            self._offered = None
+        group: SortedList = level.parked[slots]
+        group.remove(key)
+        if not group:
+            del level.parked[slots]
 
     def _drop_queue(self, name: str, queue: _Queue) -> None:
         level: _Level = self._levels[-queue.priority]
