@@ -653,7 +653,9 @@ class SchedCore:
                 event.ts,
                 plans=self._plans,
                 previous=state.reservations,
-                reserving={p.domain: p.depth for p in policies if p.name is not BackfillPolicy.GREEDY},
+                reserving={
+                    p.domain: p.depth for p in policies if p.name is not BackfillPolicy.GREEDY
+                },
             )
         if self._never_version != state.hosts_version:
             self.never.clear()
