@@ -647,7 +647,8 @@ class SchedCore:
         state.sessions += 1
         session = self._session = SessionState(state.sessions, event.ts)
         if backfills(state):
-            policies = (policy_of(state, queue) for queue in state.queues.values())
+            policies = [policy_of(state, queue) for queue in state.queues.values()]
+            greedy = BackfillPolicy.GREEDY
             session.book = ReservationBook(
                 state,
                 event.ts,

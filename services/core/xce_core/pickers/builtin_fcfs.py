@@ -16,8 +16,9 @@ core's tables (Req 8 AC 3). ``begin_session`` resets the cursor; ``end_session``
 
 Incremental rounds (``plugins.ParkingPicker``): a lane job the core *parked* is kept
 apart, grouped by the slots it waits for, and ``next_job`` passes over it while
-``CoreView.wake_slots()`` is below that; the walk is a cursor over sorted keys, so a round costs the jobs
-it returns, not the jobs that pend (DESIGN "Incremental rounds").
+``CoreView.wake_slots()`` is below that; the walk is a cursor over sorted keys, so
+a round costs the jobs it returns, not the jobs that pend (DESIGN "Incremental
+rounds").
 """
 
 from __future__ import annotations
