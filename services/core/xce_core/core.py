@@ -648,7 +648,6 @@ class SchedCore:
         session = self._session = SessionState(state.sessions, event.ts)
         if backfills(state):
             policies = [policy_of(state, queue) for queue in state.queues.values()]
-            greedy = BackfillPolicy.GREEDY
             session.book = ReservationBook(
                 state,
                 event.ts,
