@@ -7,6 +7,7 @@ override) hears the same hooks."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any, ClassVar
 
 import pytest
@@ -83,18 +84,8 @@ def test_incremental_and_full_rounds_decide_the_same_on_a_backlog(
     def drive(incremental: bool) -> list[str]:
         depth = 2 if backfill is BackfillPolicy.HYBRID else None
         builder = cluster().hosts_n(6).configure(backfill=backfill, reservation_depth=depth)
-        scenario = builder.build()
-        scenario.core.incremental = incremental
-        scenario.core.rebuild_picker()
-        for step, op in enumerate(ops, start=1):
-            if op[0] == "submit":
-                scenario.submit(job_spec(step, tasks=op[1], run_limit_s=op[2]), at_s=step)
-            elif op[0] == "round":
-                scenario.round(step)
-            else:
-                running = [j for j in scenario.core.state.jobs.values() if j.state is JobState.RUN]
-                if running:
-                    scenario.finish(running[op[1] % len(running)].jobid, at_s=step)
+        scenario = _incremental(builder.build(), incremental)
+        _play(scenario, ops, lambda step, op: job_spec(step, tasks=op[1], run_limit_s=op[2]))
         return [decision.model_dump_json() for decision in scenario.decisions]
 
     assert drive(True) == drive(False)
@@ -115,15 +106,7 @@ def test_a_per_queue_picker_hears_the_same_hooks(ops: list[tuple[Any, ...]]) -> 
     def drive(incremental: bool) -> tuple[list[str], list[Any]]:
         Spy.calls = []
         scenario = _scenario(incremental)
-        for step, op in enumerate(ops, start=1):
-            if op[0] == "submit":
-                scenario.submit(_job(step, op[1], op[2]), at_s=step)
-            elif op[0] == "round":
-                scenario.round(step)
-            else:
-                running = [j for j in scenario.core.state.jobs.values() if j.state is JobState.RUN]
-                if running:
-                    scenario.finish(running[op[1] % len(running)].jobid, at_s=step)
+        _play(scenario, ops, lambda step, op: _job(step, op[1], op[2]))
         return Spy.calls, scenario.decisions
 
     assert drive(True) == drive(False)
@@ -180,9 +163,7 @@ def test_a_queue_update_unparks_its_jobs() -> None:
 def test_a_full_round_offers_every_job_an_incremental_one_only_those_that_can_start() -> None:
     offered = {}
     for incremental in (True, False):
-        scenario = cluster().hosts_n(8).build()
-        scenario.core.incremental = incremental
-        scenario.core.rebuild_picker()
+        scenario = _incremental(cluster().hosts_n(8).build(), incremental)
         scenario.submit(*(_job(i, 1) for i in range(1, 1001)), at_s=0)
         scenario.round(1)
         scenario.finish(1, at_s=2)
@@ -239,10 +220,30 @@ def _scenario(incremental: bool) -> Scenario:
     registry.pickers.register("spy", Spy)
     builder = cluster().hosts_n(3, slots=2)
     builder.queue("normal").queue("own", picker="spy")
-    scenario = builder.build(registry=registry)
+    return _incremental(builder.build(registry=registry), incremental)
+
+
+def _incremental(scenario: Scenario, incremental: bool) -> Scenario:
+    """The scenario with incremental rounds on or off (a picker rebuilt to match)."""
     scenario.core.incremental = incremental
     scenario.core.rebuild_picker()
     return scenario
+
+
+def _play(
+    scenario: Scenario, ops: list[tuple[Any, ...]], job: Callable[[int, tuple[Any, ...]], JobSpec]
+) -> None:
+    """Apply ``ops`` at steps 1, 2, ...: ``submit`` (the job ``job`` makes of the
+    step and op), ``round``, or ``finish`` (the running job the op's number picks)."""
+    for step, op in enumerate(ops, start=1):
+        if op[0] == "submit":
+            scenario.submit(job(step, op), at_s=step)
+        elif op[0] == "round":
+            scenario.round(step)
+        else:
+            running = [j for j in scenario.core.state.jobs.values() if j.state is JobState.RUN]
+            if running:
+                scenario.finish(running[op[1] % len(running)].jobid, at_s=step)
 
 
 def _job(jobid: int, tasks: int, queue: str = "normal") -> JobSpec:
