@@ -172,6 +172,30 @@ def test_a_full_round_offers_every_job_an_incremental_one_only_those_that_can_st
     assert offered[True] == [9]  # the one job that starts; the 991 others wait
 
 
+def test_a_twin_of_a_job_pended_for_reserved_room_is_decided_by_counting() -> None:
+    # Job 4 pends for room reserved for job 3 (it would end after job 3 starts);
+    # job 5 then takes a slot, and job 6, job 4's twin, is short of slots even
+    # ignoring reservations. It pends for that (a twin's cached verdict would be
+    # stale), so parking it changes nothing: both loops decide the same.
+    streams = {}
+    for incremental in (True, False):
+        scenario = _incremental(
+            cluster().hosts_n(4).configure(backfill="easy").build(), incremental
+        )
+        scenario.submit(_limited(1, 2, 100), _limited(2, 2, 100), at_s=0)
+        scenario.round(0)
+        jobs = (_limited(3, 4, 100), _limited(4, 2, 1000), _limited(5, 1, 10), _limited(6, 2, 1000))
+        scenario.submit(*jobs, at_s=1)
+        scenario.round(2)
+        scenario.finish(1, at_s=3)
+        assert scenario.round(4) == [
+            ("PEND", 4, "RESERVED"),
+            ("DISPATCH", 5, ("h1",)),
+        ]
+        streams[incremental] = [decision.model_dump_json() for decision in scenario.decisions]
+    assert streams[True] == streams[False]
+
+
 # --- helpers ---------------------------------------------------------------------------
 
 
@@ -248,6 +272,10 @@ def _play(
 
 def _job(jobid: int, tasks: int, queue: str = "normal") -> JobSpec:
     return job_spec(jobid, tasks=tasks, queue=queue)
+
+
+def _limited(jobid: int, tasks: int, run_limit_s: int) -> JobSpec:
+    return job_spec(jobid, tasks=tasks, run_limit_s=run_limit_s)
 
 
 def _round(scenario: Scenario, at_s: int) -> list[tuple[str, int]]:

@@ -211,11 +211,16 @@ class Session:
         if held is not None:
             # Held whatever room it gets: a preemption in flight for it is moot.
             return held, DROP if job.jobid in self.core.state.preemptions else FINAL
-        fingerprint = self._fingerprint(job, queue)
         # A job whose preemption is in flight always gets to its own record (wait, or
-        # give up); it never takes a twin's verdict.
+        # give up); it never takes a twin's verdict. Nor does a plain job around
+        # reservations: whether it pends for slots or for reserved room depends on
+        # how many slots are free (fewer as the session goes), which counting tells
+        # at once; a twin's verdict could be stale, and a parked job's would differ
+        # from what parking assumes (DESIGN "Incremental rounds").
         preempting = job.jobid in self.core.state.preemptions
-        cached = None if preempting else self._cached(fingerprint)
+        cacheable = self.state.book is None or job.request is not EMPTY
+        fingerprint = self._fingerprint(job, queue) if cacheable else None
+        cached = None if fingerprint is None or preempting else self._cached(fingerprint)
         if cached is not None:
             self._reserve(job, queue, cached)
             return cached, FINAL
@@ -226,7 +231,7 @@ class Session:
         plan = FINAL
         if queue.preemptible_queues or preempting:
             unsatisfied, plan = self._preempt(job, queue, unsatisfied)
-        if plan.cache and self.core.unsatisfiable_cache:
+        if fingerprint is not None and plan.cache and self.core.unsatisfiable_cache:
             self.state.unsatisfiable[fingerprint] = unsatisfied
         if plan is FINAL:
             self._reserve(job, queue, unsatisfied)
