@@ -21,6 +21,8 @@ from xce_core.core import SchedCore
 from xce_schemas import Decision, Dispatch, JobState
 from xce_schemas.events import BeginRound, JobStateChange, JobStateChangePayload
 
+from benchmarks.bench_simulate import positive
+
 NS = 1_000_000_000
 
 
@@ -63,11 +65,13 @@ def rounds(core: SchedCore, decisions: list[Decision], count: int) -> tuple[floa
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--pending", type=int, default=100_000)
-    parser.add_argument("--hosts", type=int, default=5_000)
-    parser.add_argument("--rounds", type=int, default=2_000)
-    parser.add_argument("--full-rounds", type=int, default=20)
+    parser.add_argument("--pending", type=positive, default=100_000)
+    parser.add_argument("--hosts", type=positive, default=5_000)
+    parser.add_argument("--rounds", type=positive, default=2_000)
+    parser.add_argument("--full-rounds", type=positive, default=20)
     args = parser.parse_args()
+    if not args.full_rounds <= args.rounds <= args.hosts:
+        parser.error("needs --full-rounds <= --rounds <= --hosts (a first job ends each round)")
     figures = {}
     for incremental, count in ((True, args.rounds), (False, args.full_rounds)):
         core, decisions = busy_core(args.pending, args.hosts, incremental)

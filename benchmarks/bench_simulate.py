@@ -41,11 +41,12 @@ TRACES = {
 }
 
 
-def backlog() -> MappedWorkload:
-    """6,000 one-task jobs, one every 10 s, 600 s each, on 8 one-slot hosts."""
+def backlog(max_jobs: int | None = None) -> MappedWorkload:
+    """6,000 one-task jobs (or the first ``max_jobs``), one every 10 s, 600 s each,
+    on 8 one-slot hosts."""
     jobs = tuple(
         SimJob(jobid=i + 1, submit_s=10 * i, run_s=600, tasks=1, queue="normal", user="u1")
-        for i in range(6000)
+        for i in range(6000 if max_jobs is None else min(max_jobs, 6000))
     )
     return MappedWorkload(jobs, {}, hosts=8, slots_per_host=1, origin_s=0, queues={"normal": 30})
 
@@ -53,7 +54,7 @@ def backlog() -> MappedWorkload:
 def workload_of(name: str, max_jobs: int | None) -> MappedWorkload | None:
     """The named trace's workload (None, said on stderr, when the file is absent)."""
     if name == "BACKLOG":
-        return backlog()
+        return backlog(max_jobs)
     path = WORKLOADS / TRACES[name]
     if not path.exists():
         print(f"skipped {name}: {path} is absent", file=sys.stderr)
@@ -62,7 +63,12 @@ def workload_of(name: str, max_jobs: int | None) -> MappedWorkload | None:
 
 
 def bench(
-    name: str, policies: list[BackfillPolicy], repeat: int, max_jobs: int | None, full: bool
+    name: str,
+    policies: list[BackfillPolicy],
+    repeat: int,
+    max_jobs: int | None,
+    full: bool,
+    depth: int,
 ) -> list[list[str]]:
     """The table rows of one trace: the floor, then each policy (and its full loop)."""
     workload = workload_of(name, max_jobs)
@@ -81,14 +87,18 @@ def bench(
             for incremental in modes:
                 started = time.perf_counter()
                 result = run_simulation(
-                    workload, source=name, backfill=policy, incremental=incremental
+                    workload,
+                    source=name,
+                    backfill=policy,
+                    reservation_depth=depth if policy is BackfillPolicy.HYBRID else None,
+                    incremental=incremental,
                 )
                 runs.setdefault((policy.value, incremental), []).append(
                     time.perf_counter() - started
                 )
                 results[policy.value, incremental] = result
     floor = min(runs["floor", True])
-    greedy = min(runs.get(("greedy", True), [float("nan")]))
+    greedy = min(runs["greedy", True]) if ("greedy", True) in runs else None
     rows = [[name, f"{len(jobs):,}", "bare loop", f"{floor:.2f}", "", "1.0", "", "", "", ""]]
     for (label, incremental), times in runs.items():
         if label == "floor":
@@ -108,13 +118,21 @@ def bench(
                 f"{best:.2f}",
                 f"{statistics.median(times):.2f}",
                 f"{best / floor:.1f}",
-                f"{best / greedy:.2f}",
+                "n/a" if greedy is None else f"{best / greedy:.2f}",
                 f"{report.events / best:,.0f}",
                 "n/a" if report.mean_wait_s is None else f"{report.mean_wait_s:,.0f}",
                 same,
             ]
         )
     return rows
+
+
+def positive(text: str) -> int:
+    """An argparse type: a whole number above 0."""
+    value = int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"{text} is not a whole number above 0")
+    return value
 
 
 def main() -> int:
@@ -129,8 +147,13 @@ def main() -> int:
         default=[BackfillPolicy.GREEDY, BackfillPolicy.EASY],
         help="policies to run (default: greedy easy)",
     )
-    parser.add_argument("--repeat", type=int, default=1, help="runs of each (min and median)")
-    parser.add_argument("--max-jobs", type=int, default=None)
+    parser.add_argument(
+        "--reservation-depth", type=positive, default=2, help="hybrid's depth (default 2)"
+    )
+    parser.add_argument("--repeat", type=positive, default=1, help="runs of each (min and median)")
+    parser.add_argument(
+        "--max-jobs", type=positive, default=None, help="the first N jobs of each trace"
+    )
     parser.add_argument("--full", action="store_true", help="also run without incremental rounds")
     args = parser.parse_args()
     table = Table(title=f"xce-sched simulate, builtin_fcfs, best of {args.repeat}")
@@ -148,7 +171,10 @@ def main() -> int:
     ):
         table.add_column(column, justify="right")
     for name in args.traces:
-        for row in bench(name, args.backfill, args.repeat, args.max_jobs, args.full):
+        rows = bench(
+            name, args.backfill, args.repeat, args.max_jobs, args.full, args.reservation_depth
+        )
+        for row in rows:
             table.add_row(*row)
     Console(width=160).print(table)
     return 0

@@ -202,6 +202,22 @@ def test_per_queue_override_serves_that_queue_with_its_own_picker() -> None:
     assert [jobid for _, jobid, _ in sc.round(10)] == [5, 3, 4, 2, 1]
 
 
+def test_a_queue_may_name_builtin_fcfs_itself_as_its_override() -> None:
+    # The override serves that one queue, FCFS; it makes no override of its own
+    # (it used to, without end).
+    sc = (
+        cluster()
+        .hosts_n(8)
+        .queue("normal", 30)
+        .queue("batch", 30, picker="builtin_fcfs")
+        .job(1, queue="batch", submit_s=0)
+        .job(2, queue="batch", submit_s=1)
+        .job(3, queue="normal", submit_s=2)
+        .build()
+    )
+    assert [jobid for _, jobid, _ in sc.round(10)] == [3, 1, 2]
+
+
 def test_override_follows_a_job_moved_out_of_its_queue() -> None:
     sc = (
         cluster()

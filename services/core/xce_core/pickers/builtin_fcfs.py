@@ -83,6 +83,8 @@ class BuiltinFcfs(PickerBase):
     def __init__(self, config: PickerConfig, view: CoreView) -> None:
         self._view = view
         self._make_picker = config.make_picker
+        # Serving one queue as its override, it is that queue's picker: it makes none.
+        self._serves = config.queue
         self._queues: dict[str, _Queue] = {}
         self._levels: SortedDict = SortedDict()  # -priority → _Level
         self._keys: dict[int, JobKey] = {}  # jobid → key, jobs in a FCFS lane
@@ -113,7 +115,7 @@ class BuiltinFcfs(PickerBase):
             ConfigError: the override names an unknown picker (nothing changes).
         """
         old = self._queues.get(queue.name)
-        override_name = queue.job_pick_plugin
+        override_name = queue.job_pick_plugin if self._serves is None else None
         if old is not None and old.priority == queue.priority:
             old_name = None if old.override is None else old.override.name
             if old_name == override_name:
