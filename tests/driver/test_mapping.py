@@ -330,6 +330,11 @@ def test_max_jobs_keeps_a_prefix_of_records(
     assert workload.skipped == skipped
 
 
+def test_a_negative_max_jobs_is_refused_rather_than_dropping_the_last_records() -> None:
+    with pytest.raises(MappingError, match="max jobs -5 is negative"):
+        map_trace(trace(rec(1, 0, 10, alloc=1), MaxProcs="8"), max_jobs=-5)
+
+
 @pytest.mark.parametrize(
     "records",
     [

@@ -287,13 +287,15 @@ def map_trace(
             reads; a value of a kept record beyond its ceiling, named by file, line
             and field: ``t.swf:12: field 4 (run_time): 9999999999 is too long;
             ...``; an unknown ``estimate``; or a ``queue_map``, ``swf_memory`` or
-            ``exact`` estimate that changes no job.
+            ``exact`` estimate that changes no job; a negative ``max_jobs``.
     """
     size_key = None
     if hosts is None:
         hosts, size_key = _header_hosts(trace)
     if hosts < 1 or slots_per_host < 1:
         raise MappingError("hosts and slots per host must be at least 1")
+    if max_jobs is not None and max_jobs < 0:  # a slice would drop the last records
+        raise MappingError(f"max jobs {max_jobs} is negative")
     if hosts > MAX_HOSTS:
         raise MappingError(f"{hosts:,} hosts is more than the ceiling of {MAX_HOSTS:,}")
     if slots_per_host > MAX_SLOTS:
