@@ -48,6 +48,11 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("xce_core")
 
+#: The backfill policies whose jobs park: not ``strict`` (a job blocked there pends
+#: for another reason once an earlier one blocks), nor ``conservative`` (it reserves
+#: for every blocked job, so each is offered every round: parking would only cost).
+_PARKING = frozenset({BackfillPolicy.GREEDY, BackfillPolicy.EASY, BackfillPolicy.HYBRID})
+
 #: Not yet looked at (a queue's hold this session).
 _UNSET: Any = object()
 
@@ -181,10 +186,9 @@ class Session:
           free, anywhere, and with fewer it pends for this same reason;
         * a queue whose readiness moves only with a queue event: active, no run
           windows, no slot limits; and no preemption, made or in flight;
-        * a backfill policy other than ``strict`` (a job blocked there pends for
-          another reason once an earlier one blocks). Around reservations its
-          slots are counted as if none were reserved, and while its policy still
-          reserves it is offered anyway (``ReservationBook.wake_slots``).
+        * a backfill policy of ``_PARKING``. Around reservations its slots are
+          counted as if none were reserved, and while a policy still reserves it
+          is offered anyway (``ReservationBook.wake_slots``).
 
         Until then its turn would pend it again for the same reason, which is no
         decision, and change nothing.
@@ -195,7 +199,7 @@ class Session:
             and not queue.limited
             and not queue.windows
             and job.jobid not in self.core.state.preemptions
-            and (self.state.book is None or self._policy(queue).name is not BackfillPolicy.STRICT)
+            and (self.state.book is None or self._policy(queue).name in _PARKING)
         ):
             self.core.parking.park(job.jobid, job.tasks)  # type: ignore[union-attr]
 
