@@ -115,7 +115,8 @@ class ReservationBook:
         unplanned: blocked jobs reserved for in vain, in order: the planner found
             no instant in view at which they could start.
         reserving: the policy domains (other than ``greedy``'s) whose depth is not
-            reached yet, with how many reservations each still makes.
+            reached yet, with how many reservations each still makes (from every
+            queue's policy, at the start of the session).
     """
 
     state: ClusterState
@@ -125,10 +126,9 @@ class ReservationBook:
     held: bool = False
     blocked_by: dict[str | None, int] = field(default_factory=dict)
     unplanned: list[int] = field(default_factory=list)
-    reserving: dict[str | None, int] = field(default_factory=dict)
+    reserving: dict[str | None, int] = field(init=False)
     _held: list[dict[str, int]] = field(default_factory=list)  # phantom, per reservation
     _phantom_slots: int = 0  # sum of ``phantom``
-    _made: dict[str | None, int] = field(default_factory=dict)  # reservations, per domain
     _ends: dict[int, int] = field(default_factory=dict)  # jobid → ``_end``
     # Per reservation: the priority above which a job may take its room anyway
     # (a suspended job's resume), or None.
@@ -153,12 +153,18 @@ class ReservationBook:
     fit: dict[int, Reservation] = field(default_factory=dict)
     _expected: dict[int, int] = field(default_factory=dict)  # jobid → ``expected_end``
 
+    def __post_init__(self) -> None:
+        policies = [policy_of(self.state, queue) for queue in self.state.queues.values()]
+        self.reserving = {
+            p.domain: p.depth for p in policies if p.name is not BackfillPolicy.GREEDY
+        }
+
     # --- reserving -------------------------------------------------------------------
 
     def wants(self, policy: Policy) -> bool:
         """Whether a blocked job under ``policy`` gets a reservation now (its domain's
         depth is not reached)."""
-        return self._made.get(policy.domain, 0) < policy.depth
+        return policy.domain in self.reserving
 
     def has(self, job: Job) -> bool:
         """Whether ``job`` was given a reservation this session."""
@@ -171,9 +177,9 @@ class ReservationBook:
         policy: Policy,
         check_cancel: Callable[[], None],
     ) -> Reservation | None:
-        """Reserve room for a blocked job at its earliest start (``Planner``), hold
-        the part of it free now, and count it in its policy's domain; None when it
-        fits at no instant in view.
+        """Reserve room for a blocked job whose policy ``wants`` one, at its earliest
+        start (``Planner``), hold the part of it free now, and count it in its
+        policy's domain; None when it fits at no instant in view.
 
         Raises:
             SessionCancelled: the session was cancelled (nothing was held).
@@ -205,13 +211,9 @@ class ReservationBook:
         reservation, held = plan[0], dict(plan[1])
         if key is not None and reservation is not None:  # planned by counting
             self.fit[id(reservation)] = reservation
-        self._made[policy.domain] = self._made.get(policy.domain, 0) + 1
-        left = self.reserving.get(policy.domain)
-        if left is not None:
-            if left <= 1:
-                del self.reserving[policy.domain]
-            else:
-                self.reserving[policy.domain] = left - 1
+        left = self.reserving.pop(policy.domain) - 1  # (reserved for only while it wants)
+        if left:
+            self.reserving[policy.domain] = left
         if (
             kept is not None
             and kept != reservation

@@ -21,7 +21,6 @@ from typing import Any, cast, get_args
 from pydantic import ValidationError
 from xce_schemas import (
     EVENT_TYPES,
-    BackfillPolicy,
     BeginRound,
     ConfigPush,
     CoreEvent,
@@ -53,7 +52,7 @@ from xce_core.alloc.job import allocate_job
 from xce_core.alloc.outcome import Placement, Reservation, Unsatisfied
 from xce_core.alloc.primary import NeverMemo, allocate_primary
 from xce_core.alloc.records import build_records
-from xce_core.backfill import Plans, ReservationBook, backfills, policy_of
+from xce_core.backfill import Plans, ReservationBook, backfills
 from xce_core.clock import Clock
 from xce_core.errors import ConfigError, EventError, PluginError, SessionCancelled
 from xce_core.in_tree import in_tree_registry
@@ -647,15 +646,8 @@ class SchedCore:
         state.sessions += 1
         session = self._session = SessionState(state.sessions, event.ts)
         if backfills(state):
-            policies = [policy_of(state, queue) for queue in state.queues.values()]
             session.book = ReservationBook(
-                state,
-                event.ts,
-                plans=self._plans,
-                previous=state.reservations,
-                reserving={
-                    p.domain: p.depth for p in policies if p.name is not BackfillPolicy.GREEDY
-                },
+                state, event.ts, plans=self._plans, previous=state.reservations
             )
         if self._never_version != state.hosts_version:
             self.never.clear()

@@ -187,8 +187,7 @@ class BuiltinFcfs(PickerBase):
     def next_job(self) -> JobInfo | None:
         """The next pending job in FCFS order, or None when all are exhausted; a
         parked job only while at least the slots it waits for are free."""
-        if self._offered is not None:
-            self._settle()
+        self._settle()
         if self._exhausted:
             return None
         levels = self._levels
@@ -247,8 +246,8 @@ class BuiltinFcfs(PickerBase):
         it is."""
         key = self._keys.get(jobid)
         if jobid == self._offered:
-            self._offered = None
             if self._parked[jobid] == slots:
+                self._offered = None
                 return  # parked as it was
             self._unpark(self._level_of(jobid), jobid)
         if key is None or jobid in self._parked:
@@ -273,9 +272,10 @@ class BuiltinFcfs(PickerBase):
         self._parked.clear()
 
     def _settle(self) -> None:
-        """Unpark the job offered last, which the core did not park again."""
-        jobid, self._offered = self._offered, None
-        if jobid is not None and jobid in self._parked:
+        """Unpark the job offered last, which the core did not park again (it is
+        parked until then: every way out of ``_parked`` clears ``_offered``)."""
+        jobid = self._offered
+        if jobid is not None:
             self._unpark(self._level_of(jobid), jobid)
 
     def _level_of(self, jobid: int) -> _Level:
@@ -285,13 +285,19 @@ class BuiltinFcfs(PickerBase):
 
     def _unpark(self, level: _Level, jobid: int) -> None:
         """Move a parked job back among the lane's unparked jobs."""
+        level.fcfs.add(self._unparked(level, jobid))
+
+    def _unparked(self, level: _Level, jobid: int) -> JobKey:
+        """Take a parked job out of its group (and out of ``_offered``): its key."""
+        if jobid == self._offered:
+            self._offered = None
         slots = self._parked.pop(jobid)
         key = self._keys[jobid]
         group: SortedList = level.parked[slots]
         group.remove(key)
         if not group:
             del level.parked[slots]
-        level.fcfs.add(key)
+        return key
 
     def end_session(self) -> None:
         """Forward the end of the session to the override pickers."""
@@ -342,6 +348,7 @@ class BuiltinFcfs(PickerBase):
         self._jobs.clear()
         self._owner.clear()
         self._parked.clear()
+        self._offered = None
 
     # --- internals -----------------------------------------------------------------
 
@@ -379,17 +386,11 @@ class BuiltinFcfs(PickerBase):
                 queue.override.on_job_state_change(job, new_state)
             return
         level: _Level = self._levels[-queue.priority]
-        key = self._keys.pop(jobid)
-        slots = self._parked.pop(jobid, None)
-        if slots is None:
-            level.fcfs.remove(key)
-            return
-        if jobid == self._offered:
-            self._offered = None
-        group: SortedList = level.parked[slots]
-        group.remove(key)
-        if not group:
-            del level.parked[slots]
+        if jobid in self._parked:
+            self._unparked(level, jobid)
+        else:
+            level.fcfs.remove(self._keys[jobid])
+        del self._keys[jobid]
 
     def _drop_queue(self, name: str, queue: _Queue) -> None:
         level: _Level = self._levels[-queue.priority]
