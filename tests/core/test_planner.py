@@ -43,7 +43,7 @@ def shortcuts(mode: str) -> Iterator[None]:
         if mode == "no-prune":
             patch.setattr(planner, "_PRUNE_FROM", 1 << 62)
         if mode == "generic":
-            patch.setattr(planner, "_Counted", lambda state: None)
+            patch.setattr(planner, "_Counted", lambda state, frees: None)
             patch.setattr(backfill, "_bound", lambda kept, policy: backfill.FOREVER)
         yield
 

@@ -22,8 +22,9 @@ takes it before unreserved room (the index offers those hosts first).
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field, replace
+from itertools import count
 
 from xce_schemas import BackfillPolicy, HostStatus, JobAlloc, JobState, PendingCode
 
@@ -42,8 +43,16 @@ NS = 1_000_000_000
 Plan = tuple[Reservation | None, tuple[tuple[str, int], ...], int, int, int]
 
 #: Plans made by counting in a session, for the next one to reuse, by (jobid,
-#: tasks, run limit ns, plan version, hosts version, *earlier reservations).
+#: tasks, run limit ns, plan version, hosts version, chain of the earlier
+#: reservations).
 Plans = dict[tuple[object, ...], Plan]
+
+#: A session's reservations as made in turn, for the next session to name the same
+#: list by the same number (a *chain*: 0 is the empty list): ``(chain of the list
+#: before, the reservation added) → chain``. A plan's key holds the chain of the
+#: reservations before it, so each reservation is hashed once, when it is added,
+#: and not once per later plan's key; a match is exact (compared by value).
+Chains = dict[tuple[int, Reservation], int]
 
 #: Reservations a policy makes in a session (``hybrid``'s is its own setting).
 _DEPTH = {
@@ -98,6 +107,43 @@ def expected_end(state: ClusterState, job: Job, now: int) -> int:
 
 
 @dataclass(slots=True)
+class PlanMemo:
+    """What one session's planning leaves the next to reuse, owned by the core.
+
+    Caches, not state: a snapshot leaves them out, and a session without them plans
+    afresh, to the same reservations.
+
+    Attributes:
+        plans: the last session's plans made by counting (``ReservationBook.plans_made``).
+        chains: the last session's chains (``ReservationBook.chains_made``).
+        chain_ids: the numbers of new chains (never one twice).
+        frees: for running jobs, the hosts each gives back on ending that take jobs
+            (one-slot hosts, ``alloc.planner._Counted``): ``jobid → (allocation,
+            host names)``, valid while the allocation is the job's and the hosts
+            keep their shape (``hosts_version``).
+        hosts_version: ``ClusterState.hosts_version`` when ``frees`` was begun.
+    """
+
+    plans: Plans = field(default_factory=dict)
+    chains: Chains = field(default_factory=dict)
+    chain_ids: Iterator[int] = field(default_factory=lambda: count(1))
+    frees: dict[int, tuple[JobAlloc, list[str]]] = field(default_factory=dict)
+    hosts_version: int = -1
+
+    def begin(self, state: ClusterState) -> None:
+        """A session begins on ``state``: forget what its hosts' shape no longer
+        supports, and the jobs that no longer run (amortised: when they outnumber
+        the running ones)."""
+        frees = self.frees
+        if self.hosts_version != state.hosts_version:
+            frees.clear()
+            self.hosts_version = state.hosts_version
+        elif len(frees) > 2 * len(state.running) + 1024:
+            running = state.running
+            self.frees = {jobid: pair for jobid, pair in frees.items() if jobid in running}
+
+
+@dataclass(slots=True)
 class ReservationBook:
     """One session's reservations and the free room they hold now.
 
@@ -144,8 +190,10 @@ class ReservationBook:
     _named: int = 0
     _reasons: dict[tuple[bool, ...], Unsatisfied] = field(default_factory=dict)  # by ``open_to``
     _planner: Planner | None = None
-    plans: Plans = field(default_factory=dict)
+    memo: PlanMemo = field(default_factory=lambda: PlanMemo())
     plans_made: Plans = field(default_factory=dict)
+    chains_made: Chains = field(default_factory=dict)
+    _chain: int = 0  # the chain of ``reservations``
     previous: dict[int, Reservation] = field(default_factory=dict)
     # The reservations known to fit as they are (hosts free by their start, none
     # held by two at once), by id: planned by counting, or kept and checked; the
@@ -154,6 +202,7 @@ class ReservationBook:
     _expected: dict[int, int] = field(default_factory=dict)  # jobid → ``expected_end``
 
     def __post_init__(self) -> None:
+        self.memo.begin(self.state)
         policies = [policy_of(self.state, queue) for queue in self.state.queues.values()]
         self.reserving = {
             p.domain: p.depth for p in policies if p.name is not BackfillPolicy.GREEDY
@@ -189,7 +238,7 @@ class ReservationBook:
         key: tuple[object, ...] | None = None
         if request == EMPTY and not state.multi_slot_hosts:
             key = (job.jobid, job.tasks, run_ns, state.plan_version, state.hosts_version)
-            key += tuple(self.reservations)
+            key += (self._chain,)
         # The job's reservation of the last round (kept on slots only: plain jobs).
         kept = self.previous.get(job.jobid) if request is EMPTY else None
         before = _bound(kept, policy)
@@ -244,9 +293,8 @@ class ReservationBook:
         the reservations made so far, and the instant until which it holds."""
         planner = self._planner
         if planner is None:
-            state, now = self.state, self.now
-            ends = [(expected_end(state, other, now), other) for other in state.running.values()]
-            planner = self._planner = Planner(state, now, ends, self.fit)
+            ends = self._running_ends()
+            planner = self._planner = Planner(self.state, self.now, ends, self.fit, self.memo.frees)
         reservation = planner.earliest_start(
             job,
             request,
@@ -273,6 +321,9 @@ class ReservationBook:
             phantom[name] = phantom.get(name, 0) + take
             self._phantom_slots += take
         self.reservations.append(reservation)
+        link = (self._chain, reservation)
+        chain = self.memo.chains.get(link)
+        self._chain = self.chains_made[link] = next(self.memo.chain_ids) if chain is None else chain
         self._held.append(held)
         self._yields_to.append(yields_to)
         self._for.add(reservation.jobid)
@@ -432,6 +483,24 @@ class ReservationBook:
             out.append((self._expected_end(job), job.alloc.slots_by_host().get(name, 0)))
         return out
 
+    def _running_ends(self) -> list[tuple[int, Job]]:
+        """Every running job with its expected end (``expected_end``, inlined: a plan
+        needs them all), each noted for ``_expected_end``."""
+        now, expected, queues = self.now, self._expected, self.state.queues
+        ends = []
+        for job in self.state.running.values():
+            end = expected.get(job.jobid)
+            if end is None:
+                limit = effective_run_limit_s(job, queues.get(job.queue))
+                if limit is None:
+                    end = FOREVER
+                else:  # (``runtime.expected_end_ns`` of a running job)
+                    ran = max(0, now - job.start_ts - job.suspended_ns)
+                    end = now + max(0, limit * NS - ran)
+                expected[job.jobid] = end
+            ends.append((end, job))
+        return ends
+
     def _expected_end(self, job: Job) -> int:
         """``expected_end`` of a running job (looked up once a session)."""
         end = self._expected.get(job.jobid)
@@ -447,7 +516,7 @@ class ReservationBook:
         start. None otherwise."""
         if key is None:
             return None
-        plan = self.plans.get(key)
+        plan = self.memo.plans.get(key)
         if plan is None:
             return None
         then, until = plan[2], plan[3]
@@ -719,7 +788,9 @@ class ReservationBook:
         return end
 
     def close(self) -> None:
-        """Give back every phantom hold (the session ends)."""
+        """Give back every phantom hold, and leave the plans made for the next
+        session (the session ends)."""
+        self.memo.plans, self.memo.chains = self.plans_made, self.chains_made
         if self.held:
             state = self.state
             for name, slots in self.phantom.items():

@@ -52,7 +52,7 @@ from xce_core.alloc.job import allocate_job
 from xce_core.alloc.outcome import Placement, Reservation, Unsatisfied
 from xce_core.alloc.primary import NeverMemo, allocate_primary
 from xce_core.alloc.records import build_records
-from xce_core.backfill import Plans, ReservationBook, backfills
+from xce_core.backfill import PlanMemo, ReservationBook, backfills
 from xce_core.clock import Clock
 from xce_core.errors import ConfigError, EventError, PluginError, SessionCancelled
 from xce_core.in_tree import in_tree_registry
@@ -224,8 +224,8 @@ class SchedCore:
         # the hosts and resource values keep their shape.
         self.never: NeverMemo = {}
         self._never_version = -1
-        # The last session's counted reservations (backfill.ReservationBook.plans_made).
-        self._plans: Plans = {}
+        # What a session's planning leaves the next (caches, not state).
+        self._plan_memo = PlanMemo()
         self.picker: JobPicker = self._make_picker(self.state.config.job_pick_plugin, None)
         self.parking: ParkingPicker | None = self._parking_of(self.picker)
         self._handlers: dict[str, Callable[[Any], None]] = {
@@ -647,7 +647,10 @@ class SchedCore:
         session = self._session = SessionState(state.sessions, event.ts)
         if backfills(state):
             session.book = ReservationBook(
-                state, event.ts, plans=self._plans, previous=state.reservations
+                state,
+                event.ts,
+                memo=self._plan_memo,
+                previous=state.reservations,
             )
         if self._never_version != state.hosts_version:
             self.never.clear()
@@ -672,7 +675,6 @@ class SchedCore:
             state.unplanned = () if book is None else tuple(book.unplanned)
             if book is not None:
                 book.close()
-                self._plans = book.plans_made
 
     def allocate(self, job: Job, session: SessionState) -> JobAlloc | Unsatisfied:
         """Allocate ``job`` on the real state and hold what it gets, or say why not

@@ -60,6 +60,9 @@ class Planner:
         fit: the reservations known to fit as they are (their hosts free by their
             start, none held by another at once), by id: the caller's, and each one
             planned here is added to it.
+        frees: the caller's memo of the hosts running jobs give back on ending
+            (``backfill.PlanMemo.frees``: kept from session to session), else one of
+            this planner's own.
     """
 
     def __init__(
@@ -68,13 +71,14 @@ class Planner:
         now: int,
         ends: Iterable[tuple[int, Job]],
         fit: dict[int, Reservation] | None = None,
+        frees: dict[int, tuple[JobAlloc, list[str]]] | None = None,
     ) -> None:
         self.state = state
         self.now = now
         self._ends = sorted(ends, key=lambda pair: (pair[0], pair[1].jobid))
         self._instids = iter(range(1, 1 << 62))
         # Plain requests on one-slot hosts are planned by counting (``_Counted``).
-        self._counted = None if state.multi_slot_hosts else _Counted(state)
+        self._counted = None if state.multi_slot_hosts else _Counted(state, frees)
         if self._counted is not None:
             self._counted.start(now, self._ends, {} if fit is None else fit)
 
@@ -207,11 +211,14 @@ class _Counted:
     pruning off for the rest of the session.
     """
 
-    def __init__(self, state: ClusterState) -> None:
+    def __init__(
+        self, state: ClusterState, frees: dict[int, tuple[JobAlloc, list[str]]] | None = None
+    ) -> None:
         self.state = state
         self.now = 0
         self._ends: list[tuple[int, Job]] = []
-        self._frees: dict[int, list[str]] = {}  # jobid → the ok hosts it frees on ending
+        # jobid → (its allocation, the ok hosts it frees on ending)
+        self._frees: dict[int, tuple[JobAlloc, list[str]]] = {} if frees is None else frees
         # id of a reservation → ``_shape``
         self._shapes: dict[int, tuple[int, int, frozenset[str]]] = {}
         # The profile: instant (ns) → (change in the hosts free and unheld then,
@@ -264,15 +271,16 @@ class _Counted:
         self._cumulative = None
 
     def _freed(self, job: Job) -> list[str]:
-        freed = self._frees.get(job.jobid)
-        if freed is None:
-            assert job.alloc is not None
-            hosts = self.state.hosts
-            # Every host record holds slots (``build_records``), records that are
-            # never released early (only ``rusage`` durations end before the job).
-            freed = self._frees[job.jobid] = [
-                h.host for h in job.alloc.hosts if hosts[h.host].status is HostStatus.OK
-            ]
+        alloc = job.alloc
+        known = self._frees.get(job.jobid)
+        if known is not None and known[0] is alloc:
+            return known[1]
+        assert alloc is not None
+        hosts = self.state.hosts
+        # Every host record holds slots (``build_records``), records that are
+        # never released early (only ``rusage`` durations end before the job).
+        freed = [h.host for h in alloc.hosts if hosts[h.host].status is HostStatus.OK]
+        self._frees[job.jobid] = (alloc, freed)
         return freed
 
     def _fold(self, reservations: Sequence[Reservation], phantom: dict[str, int]) -> None:

@@ -36,6 +36,8 @@ def suspended_by_preemption(state: ClusterState, *, in_flight: bool = True) -> l
     """Preempted jobs, the first to resume first: priority descending, then the
     earliest suspended, then jobid (``in_flight`` False: not those still victims of
     a preemption in flight)."""
+    if not state.to_resume:
+        return []  # (asked twice a session: most have none)
     jobs: Iterable[Job] = state.to_resume.values()
     if not in_flight:
         victims = {v for record in state.preemptions.values() for v in record.victims}
