@@ -16,9 +16,18 @@ from hypothesis import strategies as st
 from xce_core.in_tree import in_tree_registry
 from xce_core.pickers.builtin_fcfs import BuiltinFcfs
 from xce_core.plugins import CoreView, JobInfo, PickerBase, PickerConfig
-from xce_schemas import BackfillPolicy, Dispatch, HostStatus, JobSpec, JobState, PendingCode
+from xce_schemas import (
+    BackfillPolicy,
+    Dispatch,
+    HostStatus,
+    JobSpec,
+    JobState,
+    JobUpdate,
+    PendingCode,
+)
+from xce_schemas.events import JobUpdatePayload
 
-from tests.builders import Scenario, cluster, job_spec
+from tests.builders import NS, Scenario, cluster, job_spec
 from tests.core.random_events import QUEUES, operation, run
 
 #: Any operation, with plain jobs (the ones parked) with run limits, rounds, ends,
@@ -123,7 +132,7 @@ def test_a_parked_job_is_passed_over_until_its_slots_are_free() -> None:
     # waiting for 2, is passed over.
     assert _offers(scenario, 4) == [2]
     assert isinstance(scenario.decisions[-1], Dispatch)
-    assert isinstance(picker, BuiltinFcfs) and picker._parked == {3: 2}
+    assert isinstance(picker, BuiltinFcfs) and picker._parked == {3: (2, None)}
 
 
 def test_a_host_change_unparks_jobs_that_can_no_longer_ever_run() -> None:
@@ -194,6 +203,83 @@ def test_a_twin_of_a_job_pended_for_reserved_room_is_decided_by_counting() -> No
         ]
         streams[incremental] = [decision.model_dump_json() for decision in scenario.decisions]
     assert streams[True] == streams[False]
+
+
+def _held_back(
+    incremental: bool, then: Callable[[Scenario], list[Any]], short: bool = True
+) -> tuple[list[Any], list[str]]:
+    """Eight one-slot hosts under ``easy``: job 1 (4 tasks) runs on h1-h4 until 100 s,
+    jobs 2 and 8 (2 tasks each, for long) on h5-h8, and job 2 ends. Job 3 (6 tasks)
+    then reserves h1-h6 from 100 s, holding the free h5-h6; job 4 (3 tasks, 10 s;
+    left out without ``short``) is short of slots; job 5 (2 tasks, 1000 s) pends for
+    job 3's room, parked for it in the incremental loop. ``then`` goes on from there:
+    what it returns, and the whole decision stream."""
+    scenario = _incremental(cluster().hosts_n(8).configure(backfill="easy").build(), incremental)
+    for jobid, tasks, limit in ((1, 4, 100), (2, 2, 9000), (8, 2, 9000)):
+        scenario.submit(_limited(jobid, tasks, limit), at_s=0)
+        scenario.round(0)
+    scenario.finish(2, at_s=0)
+    jobs = [_limited(3, 6, 100), _limited(4, 3, 10), _limited(5, 2, 1000)]
+    scenario.submit(*(jobs if short else jobs[::2]), at_s=1)
+    assert scenario.round(1)[-1] == ("PEND", 5, "RESERVED")
+    if incremental:
+        picker = scenario.core.picker
+        assert (
+            isinstance(picker, BuiltinFcfs)
+            and picker._parked[5][0] == 2
+            and picker._parked[5][1] is not None
+        )
+    return then(scenario), [decision.model_dump_json() for decision in scenario.decisions]
+
+
+def test_a_job_parked_for_reserved_room_is_offered_once_too_few_slots_are_free() -> None:
+    # Job 8 ends: job 3's reservation stays as it was, job 4 (ending before it
+    # starts) takes its held room and one more, and one slot is left: too few
+    # for job 5 even were no room held.
+    def then(scenario: Scenario) -> list[Any]:
+        scenario.finish(8, at_s=2)
+        return scenario.round(2)
+
+    ours, stream = _held_back(True, then)
+    assert ours == [("DISPATCH", 4, ("h5", "h6", "h7")), ("PEND", 5, "NOT_ENOUGH_SLOTS")]
+    assert stream == _held_back(False, then)[1]
+
+
+def test_a_job_parked_for_reserved_room_is_offered_once_room_outside_it_is_free() -> None:
+    # Job 8 ends (job 3's reservation stays as it was): h7-h8 are free outside
+    # the held room, and job 5 starts there.
+    def then(scenario: Scenario) -> list[Any]:
+        scenario.finish(8, at_s=2)
+        return scenario.round(2)
+
+    ours, stream = _held_back(True, then, short=False)
+    assert ours == [("DISPATCH", 5, ("h7", "h8"))]
+    assert stream == _held_back(False, then, short=False)[1]
+
+
+def test_a_job_parked_for_reserved_room_is_offered_once_other_room_is_reserved() -> None:
+    # Job 7 comes first and reserves the same hosts: the room held is the same,
+    # but job 5 now pends for job 7's.
+    def then(scenario: Scenario) -> list[Any]:
+        scenario.submit(job_spec(7, tasks=6, priority=5, run_limit_s=100, submit_s=2), at_s=2)
+        return scenario.round(2)
+
+    ours, stream = _held_back(True, then)
+    assert ours[-1] == ("PEND", 5, "RESERVED")
+    assert stream[-1] != _held_back(True, lambda scenario: [])[1][-1]  # reserved for job 7
+    assert stream == _held_back(False, then)[1]
+
+
+def test_a_job_parked_for_reserved_room_is_offered_once_that_room_starts_after_it_ends() -> None:
+    # Job 1 may run till 3,000 s now: job 3's reservation moves there (on the same
+    # hosts), after job 5 would end, so job 5 may take the room held for job 3.
+    def then(scenario: Scenario) -> list[Any]:
+        scenario.push(JobUpdate(ts=2 * NS, payload=JobUpdatePayload(jobid=1, run_limit_s=3000)))
+        return scenario.round(2)
+
+    ours, stream = _held_back(True, then, short=False)
+    assert ours == [("DISPATCH", 5, ("h5", "h6"))]
+    assert stream == _held_back(False, then, short=False)[1]
 
 
 # --- helpers ---------------------------------------------------------------------------

@@ -54,6 +54,11 @@ Plans = dict[tuple[object, ...], Plan]
 #: and not once per later plan's key; a match is exact (compared by value).
 Chains = dict[tuple[int, Reservation], int]
 
+#: The same for whom the reservations are, alone (*names*): ``(names before, jobid,
+#: the priority its room yields to or None) → names``. A job parked for reserved
+#: room (``ParkingPicker``) pends for the reservations of these jobs.
+Names = dict[tuple[int, int, int | None], int]
+
 #: Reservations a policy makes in a session (``hybrid``'s is its own setting).
 _DEPTH = {
     BackfillPolicy.GREEDY: 0,
@@ -116,7 +121,8 @@ class PlanMemo:
     Attributes:
         plans: the last session's plans made by counting (``ReservationBook.plans_made``).
         chains: the last session's chains (``ReservationBook.chains_made``).
-        chain_ids: the numbers of new chains (never one twice).
+        names: the last session's names (``ReservationBook.names_made``).
+        chain_ids: the numbers of new chains and names (never one twice).
         frees: for running jobs, the hosts each gives back on ending that take jobs
             (one-slot hosts, ``alloc.planner._Counted``): ``jobid → (allocation,
             host names)``, valid while the allocation is the job's and the hosts
@@ -126,6 +132,7 @@ class PlanMemo:
 
     plans: Plans = field(default_factory=dict)
     chains: Chains = field(default_factory=dict)
+    names: Names = field(default_factory=dict)
     chain_ids: Iterator[int] = field(default_factory=lambda: count(1))
     frees: dict[int, tuple[JobAlloc, list[str]]] = field(default_factory=dict)
     hosts_version: int = -1
@@ -194,6 +201,9 @@ class ReservationBook:
     plans_made: Plans = field(default_factory=dict)
     chains_made: Chains = field(default_factory=dict)
     _chain: int = 0  # the chain of ``reservations``
+    names_made: Names = field(default_factory=dict)
+    _names: int = 0  # the names of ``reservations``
+    _latest: int = 0  # the latest start of ``reservations``, ns
     previous: dict[int, Reservation] = field(default_factory=dict)
     # The reservations known to fit as they are (hosts free by their start, none
     # held by two at once), by id: planned by counting, or kept and checked; the
@@ -321,9 +331,13 @@ class ReservationBook:
             phantom[name] = phantom.get(name, 0) + take
             self._phantom_slots += take
         self.reservations.append(reservation)
-        link = (self._chain, reservation)
-        chain = self.memo.chains.get(link)
-        self._chain = self.chains_made[link] = next(self.memo.chain_ids) if chain is None else chain
+        memo, link = self.memo, (self._chain, reservation)
+        chain = memo.chains.get(link)
+        self._chain = self.chains_made[link] = next(memo.chain_ids) if chain is None else chain
+        named = (self._names, reservation.jobid, yields_to)
+        names = memo.names.get(named)
+        self._names = self.names_made[named] = next(memo.chain_ids) if names is None else names
+        self._latest = max(self._latest, reservation.start_ts)
         self._held.append(held)
         self._yields_to.append(yields_to)
         self._for.add(reservation.jobid)
@@ -576,6 +590,28 @@ class ReservationBook:
         parked job may be), every parked job (``FOREVER``)."""
         return FOREVER if self.reserving else self.unreserved_free()
 
+    def reserved_room(self) -> tuple[int, int, int, int]:
+        """``CoreView.reserved_room``: the names of the reservations made so far
+        (-1 while a domain still reserves: a parked job may be the next to take
+        one), their latest start (ns), the free slots outside the room they hold
+        now, and the free slots were none held (slots)."""
+        free = self.unreserved_free()
+        names = -1 if self.reserving else self._names
+        return (names, self._latest, free - self._phantom_slots, free)
+
+    def end_of(self, job: Job) -> int:
+        """When ``job`` would end were it started now, by its run limit (ns;
+        ``FOREVER``: no run limit)."""
+        return self._end(job)
+
+    def closed_to_all(self, job: Job) -> bool:
+        """Whether no reservation made so far is open to ``job`` (``open_to``), and
+        there is one: a plain job then fits exactly when the free slots outside the
+        held room are enough, and pends for reserved room while only the room held
+        would make them enough (``reserved_room``)."""
+        flags = self.open_to(job)
+        return len(flags) > 1 and not any(flags[1:])
+
     def unreserved_free(self) -> int:
         """The free slots were no room reserved (slots)."""
         free = self.state.free_index.total_free
@@ -790,7 +826,8 @@ class ReservationBook:
     def close(self) -> None:
         """Give back every phantom hold, and leave the plans made for the next
         session (the session ends)."""
-        self.memo.plans, self.memo.chains = self.plans_made, self.chains_made
+        memo = self.memo
+        memo.plans, memo.chains, memo.names = self.plans_made, self.chains_made, self.names_made
         if self.held:
             state = self.state
             for name, slots in self.phantom.items():

@@ -160,6 +160,11 @@ class _View:
             return core.state.free_index.total_free
         return book.wake_slots()
 
+    def reserved_room(self) -> tuple[int, int, int, int]:
+        core = self._core
+        book = None if core._session is None else core._session.book
+        return (-1, 0, 0, 0) if book is None else book.reserved_room()
+
     def check_cancel(self) -> None:
         core = self._core
         if core.cancellable and core._session is not None and core._session.token.cancelled:

@@ -119,6 +119,16 @@ class CoreView(Protocol):
         blocked job it is offered."""
         ...
 
+    def reserved_room(self) -> tuple[int, int, int, int]:
+        """For jobs parked for reserved room (``ParkingPicker``), O(1): ``(names,
+        latest, outside, free)``: the number naming for whom reservations were
+        made so far this session (-1: none to name, every such job is offered),
+        their latest start (ns), the free slots outside the room they hold, and
+        the free slots were none held. A job parked for ``(names, until)`` is to be
+        offered unless ``names`` match, ``latest`` is before ``until``, and its
+        slots are more than ``outside`` and at most ``free``."""
+        ...
+
     def check_cancel(self) -> None:
         """A cancellation point: raises ``SessionCancelled`` if the session was cancelled."""
         ...
@@ -175,16 +185,19 @@ class ParkingPicker(Protocol):
 
     After a pending job's turn, the core may *park* it: it proved that the job's
     turn makes no decision and changes nothing while ``CoreView.wake_slots()`` is
-    below ``slots``. The picker may then leave it out of ``next_job`` while that
-    holds (asking at each call: it changes within a session), and must not call it
-    pended for those turns (``on_pend`` is not called for a job not returned). It
-    must still return it, in its place, once ``slots`` are free, and forget the
-    parking when the job leaves pending, changes (``on_job_update``) or
-    ``unpark_all`` is called (something else the outcome rests on changed: hosts,
-    queues, resources). A picker without ``park`` gets every job every round.
+    below ``slots`` (``reserved`` None: it pends for too few free slots), or, for a
+    job pending for reserved room, while ``CoreView.reserved_room()`` keeps it so
+    (``reserved`` is ``(names, until)``, as that method says). The
+    picker may then leave it out of ``next_job`` while that holds (asking at each
+    call: it changes within a session), and must not call it pended for those
+    turns (``on_pend`` is not called for a job not returned). It must still return
+    it, in its place, once that no longer holds, and forget the parking when the
+    job leaves pending, changes (``on_job_update``) or ``unpark_all`` is called
+    (something else the outcome rests on changed: hosts, queues, resources). A
+    picker without ``park`` gets every job every round.
     """
 
-    def park(self, jobid: int, slots: int) -> None: ...
+    def park(self, jobid: int, slots: int, reserved: tuple[int, int] | None = None) -> None: ...
     def unpark_all(self) -> None: ...
 
 

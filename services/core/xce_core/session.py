@@ -170,17 +170,35 @@ class Session:
                 # From here the job's decision is made whole: no cancellation point.
                 core.cancellable = False
                 self._decide(job, outcome, plan)
-                if outcome is SHORT and plan is FINAL and core.parking is not None:
-                    self._park(job, queue)
+                if plan is FINAL and core.parking is not None:
+                    if outcome is SHORT:
+                        self._park(job, queue, None)
+                    elif outcome.__class__ is Unsatisfied and outcome.code is PendingCode.RESERVED:
+                        self._park_reserved(job, queue)
         except SessionCancelled:
             log.info("session %d at ts=%d cancelled", session.number, session.start_ts)
         finally:
             core.cancellable = False
             picker.end_session()
 
-    def _park(self, job: Job, queue: Queue) -> None:
-        """Park a job that pended for too few free slots when nothing but the free
-        slots can change its turn (DESIGN "Incremental rounds"):
+    def _park_reserved(self, job: Job, queue: Queue) -> None:
+        """Park a plain job that pended for room reserved for others, when no
+        reservation made before its turn is open to it. With reservations for the
+        same jobs, none starting as late as it would end were it started now (so
+        none opens to it as time goes on), it pends for that same reason while its
+        tasks are more than the free slots outside the held room and at most the
+        free slots were none held (``ReservationBook.reserved_room``). The rest as
+        ``_park``."""
+        book = self.state.book
+        if book is not None and job.request is EMPTY and book.closed_to_all(job):
+            names = book.reserved_room()[0]
+            if names >= 0:  # (none while a domain still reserves: it might be next)
+                self._park(job, queue, (names, book.end_of(job)))
+
+    def _park(self, job: Job, queue: Queue, reserved: tuple[int, int] | None) -> None:
+        """Park a job that pended for too few free slots (or, with ``reserved``, for
+        reserved room: ``_park_reserved``) when nothing but the free slots can
+        change its turn (DESIGN "Incremental rounds"):
 
         * a plain request (slots only): it starts as soon as its tasks' slots are
           free, anywhere, and with fewer it pends for this same reason;
@@ -201,7 +219,7 @@ class Session:
             and job.jobid not in self.core.state.preemptions
             and (self.state.book is None or self._policy(queue).name in _PARKING)
         ):
-            self.core.parking.park(job.jobid, job.tasks)  # type: ignore[union-attr]
+            self.core.parking.park(job.jobid, job.tasks, reserved)  # type: ignore[union-attr]
 
     def _schedule(self, job: Job, queue: Queue) -> tuple[JobAlloc | Unsatisfied, Plan]:
         """The job's outcome (an allocation held, or why not) and the preemption plan

@@ -16,9 +16,11 @@ core's tables (Req 8 AC 3). ``begin_session`` resets the cursor; ``end_session``
 
 Incremental rounds (``plugins.ParkingPicker``): a lane job the core *parked* is kept
 apart, grouped by the slots it waits for, and ``next_job`` passes over it while
-``CoreView.wake_slots()`` is below that; the walk is a cursor over sorted keys, so
-a round costs the jobs it returns, not the jobs that pend (DESIGN "Incremental
-rounds").
+``CoreView.wake_slots()`` is below that; one parked for reserved room is grouped by
+whose reservations it pends for, then its slots, and passed over while
+``CoreView.reserved_room()`` says it still pends so. The walk is a cursor over
+sorted keys, so a round costs the jobs it returns, not the jobs that pend (DESIGN
+"Incremental rounds").
 """
 
 from __future__ import annotations
@@ -62,11 +64,15 @@ class _Level:
     """All queues of one priority: the merged FCFS lane and the overridden queues.
 
     The lane's keys are in ``fcfs`` unless parked; a parked key is in
-    ``parked[slots]`` instead, ``slots`` being the free slots it waits for.
+    ``parked[slots]`` instead, ``slots`` being the free slots it waits for, or, when
+    it pends for reserved room, in ``reserved[names][slots]``, and passed over
+    while the reservations made start before ``until[names]``.
     """
 
     fcfs: SortedList = field(default_factory=SortedList)
     parked: SortedDict = field(default_factory=SortedDict)  # slots → SortedList of keys
+    reserved: dict[int, SortedDict] = field(default_factory=dict)  # names → as ``parked``
+    until: dict[int, int] = field(default_factory=dict)  # names → the least ``until``, ns
     overrides: SortedDict = field(default_factory=SortedDict)  # queue name → picker
 
 
@@ -90,7 +96,8 @@ class BuiltinFcfs(PickerBase):
         self._keys: dict[int, JobKey] = {}  # jobid → key, jobs in a FCFS lane
         self._jobs: dict[int, JobInfo] = {}  # jobid → job, every tracked job
         self._owner: dict[int, str] = {}  # jobid → queue name, every tracked job
-        self._parked: dict[int, int] = {}  # jobid → slots it waits for, parked lane jobs
+        # jobid → (its slots, the names it pends for or None), parked lane jobs
+        self._parked: dict[int, tuple[int, int | None]] = {}
         # A parked job just offered: it stays parked if the core parks it again
         # before the next offer, else it is unparked then.
         self._offered: int | None = None
@@ -226,12 +233,22 @@ class BuiltinFcfs(PickerBase):
         fcfs = level.fcfs
         at = 0 if cursor is None else fcfs.bisect_right(cursor)
         best: JobKey | None = fcfs[at] if at < len(fcfs) else None
-        parked = level.parked
-        if not parked:
+        parked, reserved = level.parked, level.reserved
+        if not parked and not reserved:
             return best
+        groups: list[SortedList] = []
+        if parked:
+            groups += [parked[slots] for slots in parked.irange(maximum=self._view.wake_slots())]
+        if reserved:
+            names, latest, outside, free = self._view.reserved_room()
+            for pends_for, by_slots in reserved.items():
+                if pends_for != names or latest >= level.until[pends_for]:
+                    groups += by_slots.values()  # other reservations: each is to be tried
+                    continue
+                groups += [by_slots[slots] for slots in by_slots.irange(maximum=outside)]
+                groups += [by_slots[slots] for slots in by_slots.irange(minimum=free + 1)]
         offered = None
-        for slots in parked.irange(maximum=self._view.wake_slots()):
-            group: SortedList = parked[slots]
+        for group in groups:
             at = 0 if cursor is None else group.bisect_right(cursor)
             if at < len(group) and (best is None or group[at] < best):
                 best = group[at]
@@ -239,26 +256,38 @@ class BuiltinFcfs(PickerBase):
         self._offered = offered
         return best
 
-    def park(self, jobid: int, slots: int) -> None:
+    def park(self, jobid: int, slots: int, reserved: tuple[int, int] | None = None) -> None:
         """The core proved the lane job's turn changes nothing while
-        ``wake_slots()`` is below ``slots`` (``plugins.ParkingPicker``): pass over
+        ``wake_slots()`` is below ``slots`` (or, with ``reserved``, while
+        ``reserved_room()`` keeps it pending; ``plugins.ParkingPicker``): pass over
         it till then. A job of an override queue (or one not tracked) is left as
         it is."""
         key = self._keys.get(jobid)
+        names = None if reserved is None else reserved[0]
         if jobid == self._offered:
-            if self._parked[jobid] == slots:
-                self._offered = None
-                return  # parked as it was
+            if self._parked[jobid] == (slots, names):
+                self._offered = None  # parked as it was (its ``until`` only later)
+                return
             self._unpark(self._level_of(jobid), jobid)
         if key is None or jobid in self._parked:
             return
         level = self._level_of(jobid)
         level.fcfs.remove(key)
-        group = level.parked.get(slots)
+        if reserved is None:
+            by_slots = level.parked
+        else:
+            names, until = reserved
+            by_slots = level.reserved.get(names)
+            if by_slots is None:
+                by_slots = level.reserved[names] = SortedDict()
+                level.until[names] = until
+            elif until < level.until[names]:
+                level.until[names] = until
+        group = by_slots.get(slots)
         if group is None:
-            group = level.parked[slots] = SortedList()
+            group = by_slots[slots] = SortedList()
         group.add(key)
-        self._parked[jobid] = slots
+        self._parked[jobid] = (slots, names)
 
     def unpark_all(self) -> None:
         """Something a parked job's outcome rests on changed: visit them all again."""
@@ -269,6 +298,11 @@ class BuiltinFcfs(PickerBase):
             for group in level.parked.values():
                 level.fcfs.update(group)
             level.parked.clear()
+            for by_slots in level.reserved.values():
+                for group in by_slots.values():
+                    level.fcfs.update(group)
+            level.reserved.clear()
+            level.until.clear()
         self._parked.clear()
 
     def _settle(self) -> None:
@@ -291,12 +325,15 @@ class BuiltinFcfs(PickerBase):
         """Take a parked job out of its group (and out of ``_offered``): its key."""
         if jobid == self._offered:
             self._offered = None
-        slots = self._parked.pop(jobid)
+        slots, names = self._parked.pop(jobid)
         key = self._keys[jobid]
-        group: SortedList = level.parked[slots]
+        by_slots = level.parked if names is None else level.reserved[names]
+        group: SortedList = by_slots[slots]
         group.remove(key)
         if not group:
-            del level.parked[slots]
+            del by_slots[slots]
+            if not by_slots and names is not None:
+                del level.reserved[names], level.until[names]
         return key
 
     def end_session(self) -> None:
