@@ -495,7 +495,7 @@ def test_queue_file_is_read_as_queue_specs(tmp_path: Path) -> None:
     "text, message",
     [
         ("[{", "not JSON: "),
-        ('{"name": "normal"}', "expected a JSON list of queue definitions, not a object"),
+        ('{"name": "normal"}', "expected a JSON list of queue definitions, not an object"),
         ('[{"name": "a"}, 3]', "[1]: expected a queue definition (a JSON object), not a number"),
         ('[{"priority": 3}]', "[0].name: Field required"),
         ('[{"name": "a", "run_limit_s": 0}]', "[0].run_limit_s: Input should be greater than"),
@@ -529,6 +529,14 @@ def test_queue_file_errors_name_the_file_index_and_field(
         read_queue_file(path)
     assert str(error.value).startswith(f"{path}: {message}")
     assert "\n" not in str(error.value)
+
+
+def test_a_queue_file_that_is_not_utf8_says_where_it_stops_being_text(tmp_path: Path) -> None:
+    path = tmp_path / "queues.json"
+    path.write_bytes(b'[{"name": "a\xff"}]')
+    with pytest.raises(QueueFileError) as error:
+        read_queue_file(path)
+    assert str(error.value) == f"{path}: not UTF-8 text (byte 0xff at offset 12)"
 
 
 @pytest.mark.parametrize(

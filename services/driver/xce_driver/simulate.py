@@ -70,12 +70,18 @@ def read_queue_file(path: str | Path) -> tuple[QueueSpec, ...]:
     where = str(path)
     data = Path(path).read_bytes()
     try:
+        data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise QueueFileError(
+            f"{where}: not UTF-8 text (byte 0x{data[exc.start]:02x} at offset {exc.start})"
+        ) from None
+    try:
         document = orjson.loads(data)
     except orjson.JSONDecodeError as exc:
         raise QueueFileError(f"{where}: not JSON: {exc}") from None
     if not isinstance(document, list):
         raise QueueFileError(
-            f"{where}: expected a JSON list of queue definitions, not a {_json_type(document)}"
+            f"{where}: expected a JSON list of queue definitions, not {_json_type(document)}"
         )
     specs: list[QueueSpec] = []
     first: dict[str, int] = {}
@@ -83,7 +89,7 @@ def read_queue_file(path: str | Path) -> tuple[QueueSpec, ...]:
         if not isinstance(entry, dict):
             raise QueueFileError(
                 f"{where}: [{index}]: expected a queue definition (a JSON object), "
-                f"not a {_json_type(entry)}"
+                f"not {_json_type(entry)}"
             )
         try:
             spec = QueueSpec.model_validate(entry)
@@ -100,8 +106,15 @@ def read_queue_file(path: str | Path) -> tuple[QueueSpec, ...]:
 
 
 def _json_type(value: object) -> str:
-    names = {dict: "object", list: "list", str: "string", bool: "boolean", type(None): "null"}
-    return names.get(type(value), "number")
+    """What a JSON value is, with its article: ``an object``, ``a list``, ..."""
+    names = {
+        dict: "an object",
+        list: "a list",
+        str: "a string",
+        bool: "a boolean",
+        type(None): "null",
+    }
+    return names.get(type(value), "a number")
 
 
 def scheduler_config(
