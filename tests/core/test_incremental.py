@@ -206,15 +206,21 @@ def test_a_twin_of_a_job_pended_for_reserved_room_is_decided_by_counting() -> No
 
 
 def _held_back(
-    incremental: bool, then: Callable[[Scenario], list[Any]], short: bool = True
+    incremental: bool,
+    then: Callable[[Scenario], list[Any]],
+    short: bool = True,
+    depth: int | None = None,
 ) -> tuple[list[Any], list[str]]:
     """Eight one-slot hosts under ``easy``: job 1 (4 tasks) runs on h1-h4 until 100 s,
     jobs 2 and 8 (2 tasks each, for long) on h5-h8, and job 2 ends. Job 3 (6 tasks)
     then reserves h1-h6 from 100 s, holding the free h5-h6; job 4 (3 tasks, 10 s;
     left out without ``short``) is short of slots; job 5 (2 tasks, 1000 s) pends for
     job 3's room, parked for it in the incremental loop. ``then`` goes on from there:
-    what it returns, and the whole decision stream."""
-    scenario = _incremental(cluster().hosts_n(8).configure(backfill="easy").build(), incremental)
+    what it returns, and the whole decision stream. With ``depth``, under ``hybrid``
+    of that depth."""
+    policy = {"backfill": "easy"} if depth is None else {"backfill": "hybrid"}
+    builder = cluster().hosts_n(8).configure(**policy, reservation_depth=depth)
+    scenario = _incremental(builder.build(), incremental)
     for jobid, tasks, limit in ((1, 4, 100), (2, 2, 9000), (8, 2, 9000)):
         scenario.submit(_limited(jobid, tasks, limit), at_s=0)
         scenario.round(0)
@@ -222,7 +228,7 @@ def _held_back(
     jobs = [_limited(3, 6, 100), _limited(4, 3, 10), _limited(5, 2, 1000)]
     scenario.submit(*(jobs if short else jobs[::2]), at_s=1)
     assert scenario.round(1)[-1] == ("PEND", 5, "RESERVED")
-    if incremental:
+    if incremental and depth is None:
         picker = scenario.core.picker
         assert (
             isinstance(picker, BuiltinFcfs)
@@ -280,6 +286,51 @@ def test_a_job_parked_for_reserved_room_is_offered_once_that_room_starts_after_i
     ours, stream = _held_back(True, then, short=False)
     assert ours == [("DISPATCH", 5, ("h5", "h6"))]
     assert stream == _held_back(False, then, short=False)[1]
+
+
+#: After ``_held_back``: submits (tasks, run limit s, priority), ends, rounds, and run
+#: limits of running jobs changed, each a second apart.
+after_held_back = st.lists(
+    st.one_of(
+        st.tuples(
+            st.just("submit"),
+            st.integers(1, 6),
+            st.sampled_from([5, 50, 500, 5000, None]),
+            st.sampled_from([0, 0, 5]),
+        ),
+        st.tuples(st.just("finish"), st.integers(0, 20)),
+        st.tuples(st.just("round")),
+        st.tuples(st.just("limit"), st.integers(0, 20), st.sampled_from([10, 200, 3000])),
+    ),
+    min_size=5,
+    max_size=40,
+)
+
+
+@pytest.mark.parametrize("depth", [None, 2, 3], ids=["easy", "hybrid 2", "hybrid 3"])
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(short=st.booleans(), ops=after_held_back)
+def test_jobs_parked_for_reserved_room_decide_as_the_full_loop(
+    depth: int | None, short: bool, ops: list[tuple[Any, ...]]
+) -> None:
+    def then(scenario: Scenario) -> list[Any]:
+        for step, op in enumerate(ops, start=2):
+            running = [j for j in scenario.core.state.jobs.values() if j.state is JobState.RUN]
+            if op[0] == "submit":
+                spec = job_spec(100 + step, tasks=op[1], run_limit_s=op[2], priority=op[3])
+                scenario.submit(spec, at_s=step)
+            elif op[0] == "round":
+                scenario.round(step)
+            elif running and op[0] == "finish":
+                scenario.finish(running[op[1] % len(running)].jobid, at_s=step)
+            elif running:
+                jobid = running[op[1] % len(running)].jobid
+                update = JobUpdatePayload(jobid=jobid, run_limit_s=op[2])
+                scenario.push(JobUpdate(ts=step * NS, payload=update))
+        return []
+
+    full = _held_back(False, then, short, depth)[1]
+    assert _held_back(True, then, short, depth)[1] == full
 
 
 # --- helpers ---------------------------------------------------------------------------
