@@ -25,6 +25,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field, replace
 from itertools import count
+from typing import TypeVar
 
 from xce_schemas import BackfillPolicy, HostStatus, JobAlloc, JobState, PendingCode
 
@@ -111,6 +112,9 @@ def expected_end(state: ClusterState, job: Job, now: int) -> int:
     return FOREVER if end is None else end
 
 
+_Link = TypeVar("_Link", tuple[int, Reservation], tuple[int, int, int | None])
+
+
 @dataclass(slots=True)
 class PlanMemo:
     """What one session's planning leaves the next to reuse, owned by the core.
@@ -136,6 +140,13 @@ class PlanMemo:
     chain_ids: Iterator[int] = field(default_factory=lambda: count(1))
     frees: dict[int, tuple[JobAlloc, list[str]]] = field(default_factory=dict)
     hosts_version: int = -1
+
+    def number(self, last: dict[_Link, int], made: dict[_Link, int], link: _Link) -> int:
+        """The number of a chain (or names) extended by ``link``: the last session's
+        for an equal link, else a new one; noted in this session's ``made``."""
+        known = last.get(link)
+        number = made[link] = next(self.chain_ids) if known is None else known
+        return number
 
     def begin(self, state: ClusterState) -> None:
         """A session begins on ``state``: forget what its hosts' shape no longer
@@ -197,7 +208,7 @@ class ReservationBook:
     _named: int = 0
     _reasons: dict[tuple[bool, ...], Unsatisfied] = field(default_factory=dict)  # by ``open_to``
     _planner: Planner | None = None
-    memo: PlanMemo = field(default_factory=lambda: PlanMemo())
+    memo: PlanMemo = field(default_factory=PlanMemo)
     plans_made: Plans = field(default_factory=dict)
     chains_made: Chains = field(default_factory=dict)
     _chain: int = 0  # the chain of ``reservations``
@@ -303,7 +314,7 @@ class ReservationBook:
         the reservations made so far, and the instant until which it holds."""
         planner = self._planner
         if planner is None:
-            ends = self._running_ends()
+            ends = [(self._expected_end(job), job) for job in self.state.running.values()]
             planner = self._planner = Planner(self.state, self.now, ends, self.fit, self.memo.frees)
         reservation = planner.earliest_start(
             job,
@@ -331,12 +342,10 @@ class ReservationBook:
             phantom[name] = phantom.get(name, 0) + take
             self._phantom_slots += take
         self.reservations.append(reservation)
-        memo, link = self.memo, (self._chain, reservation)
-        chain = memo.chains.get(link)
-        self._chain = self.chains_made[link] = next(memo.chain_ids) if chain is None else chain
+        memo = self.memo
+        self._chain = memo.number(memo.chains, self.chains_made, (self._chain, reservation))
         named = (self._names, reservation.jobid, yields_to)
-        names = memo.names.get(named)
-        self._names = self.names_made[named] = next(memo.chain_ids) if names is None else names
+        self._names = memo.number(memo.names, self.names_made, named)
         self._latest = max(self._latest, reservation.start_ts)
         self._held.append(held)
         self._yields_to.append(yields_to)
@@ -363,7 +372,7 @@ class ReservationBook:
             ]
             hosts = _slots_of(freed)
             if hosts:
-                end = self._end(job)
+                end = self.end_of(job)
                 owed = _on_the_clock(
                     Reservation(jobid, now, None if end == FOREVER else end, hosts)
                 )
@@ -497,24 +506,6 @@ class ReservationBook:
             out.append((self._expected_end(job), job.alloc.slots_by_host().get(name, 0)))
         return out
 
-    def _running_ends(self) -> list[tuple[int, Job]]:
-        """Every running job with its expected end (``expected_end``, inlined: a plan
-        needs them all), each noted for ``_expected_end``."""
-        now, expected, queues = self.now, self._expected, self.state.queues
-        ends = []
-        for job in self.state.running.values():
-            end = expected.get(job.jobid)
-            if end is None:
-                limit = effective_run_limit_s(job, queues.get(job.queue))
-                if limit is None:
-                    end = FOREVER
-                else:  # (``runtime.expected_end_ns`` of a running job)
-                    ran = max(0, now - job.start_ts - job.suspended_ns)
-                    end = now + max(0, limit * NS - ran)
-                expected[job.jobid] = end
-            ends.append((end, job))
-        return ends
-
     def _expected_end(self, job: Job) -> int:
         """``expected_end`` of a running job (looked up once a session)."""
         end = self._expected.get(job.jobid)
@@ -566,7 +557,7 @@ class ReservationBook:
             return last[1]
         flags = self._open.get(job.jobid)
         if flags is None or len(flags) != len(self.reservations) + 1:  # none made since
-            end = self._end(job)
+            end = self.end_of(job)
             flags = tuple(
                 [end < FOREVER] + [self._opens(i, job, end) for i in range(len(self._held))]
             )
@@ -598,11 +589,6 @@ class ReservationBook:
         free = self.unreserved_free()
         names = -1 if self.reserving else self._names
         return (names, self._latest, free - self._phantom_slots, free)
-
-    def end_of(self, job: Job) -> int:
-        """When ``job`` would end were it started now, by its run limit (ns;
-        ``FOREVER``: no run limit)."""
-        return self._end(job)
 
     def closed_to_all(self, job: Job) -> bool:
         """Whether no reservation made so far is open to ``job`` (``open_to``), and
@@ -815,8 +801,9 @@ class ReservationBook:
             )
         return reason
 
-    def _end(self, job: Job) -> int:
-        """When ``job`` would end were it started now, by its run limit (ns)."""
+    def end_of(self, job: Job) -> int:
+        """When ``job`` would end were it started now, by its run limit (ns;
+        ``FOREVER``: no run limit), looked up once a session."""
         end = self._ends.get(job.jobid)
         if end is None:
             limit = run_limit_ns(self.state, job)

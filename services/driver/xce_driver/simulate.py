@@ -70,13 +70,13 @@ def read_queue_file(path: str | Path) -> tuple[QueueSpec, ...]:
     where = str(path)
     data = Path(path).read_bytes()
     try:
-        data.decode("utf-8")
+        text = data.decode("utf-8")
     except UnicodeDecodeError as exc:
         raise QueueFileError(
             f"{where}: not UTF-8 text (byte 0x{data[exc.start]:02x} at offset {exc.start})"
         ) from None
     try:
-        document = orjson.loads(data)
+        document = orjson.loads(text)
     except orjson.JSONDecodeError as exc:
         raise QueueFileError(f"{where}: not JSON: {exc}") from None
     if not isinstance(document, list):
