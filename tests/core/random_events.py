@@ -13,6 +13,7 @@ from collections.abc import Callable
 from typing import Any
 
 from hypothesis import strategies as st
+from xce_core.backfill import expected_end
 from xce_core.core import SchedCore
 from xce_core.errors import EventError
 from xce_core.snapshot import save_snapshot
@@ -70,13 +71,17 @@ operation = st.one_of(
         st.just("host"), st.integers(0, 6), st.integers(0, 6), st.sampled_from(list(HostStatus))
     ),
     st.tuples(
-        st.just("queue"), st.sampled_from(QUEUES), st.booleans(), st.sampled_from([None, 3, 8])
+        st.just("queue"),
+        st.sampled_from(QUEUES),
+        st.booleans(),
+        st.sampled_from([None, 3, 8]),
+        st.sampled_from([None, None, 2, 3600]),
     ),
     st.tuples(
         st.just("update"),
         st.integers(0, 50),
         st.integers(-3, 3),
-        st.sampled_from(QUEUES),
+        st.sampled_from((*QUEUES, None)),  # (None: the queue is unchanged)
         st.sampled_from(RUN_LIMITS),
     ),
 )
@@ -180,8 +185,10 @@ def event_for(core: SchedCore, op: tuple[Any, ...], step: int) -> dict[str, Any]
             "ts": ts,
             "payload": {"hosts": [{"name": f"h{op[1]}", "slots": op[2], "status": op[3].value}]},
         }
-    if kind == "queue":  # (in)activate a queue, give or take its slot limit
+    if kind == "queue":  # (in)activate a queue, give or take its slot and run limits
         spec = {**QUEUE_SPECS[op[1]], "active": op[2], "max_running": op[3]}
+        if len(op) > 4:
+            spec["run_limit_s"] = op[4]
         return {"type": "QUEUE_UPDATE", "ts": ts, "payload": {"queue": spec}}
     if kind == "update":
         if not jobs:
@@ -299,4 +306,16 @@ def assert_conserved(core: SchedCore) -> None:
         assert 0 <= host.used <= host.slots  # used + free = capacity, free ≥ 0
         assert state.free_index.free_of(host.position) == host.usable_free
     assert state.free_index.total_free == sum(h.usable_free for h in state.host_order)
+    # The running jobs' deadlines, kept as they start and stop, are what their run
+    # limits in force say now (``runtime.expected_end_ns``).
+    now = core.last_ts
+    expected = {
+        job.jobid: expected_end(state, job, now)
+        for job in state.jobs.values()
+        if job.state is JobState.RUN
+    }
+    assert {jobid: state.expected_end(state.running[jobid], now) for jobid in state.running} == (
+        expected
+    )
+    assert [end for end, _ in state.expected_ends(now)] == sorted(expected.values())
     assert state.capacity == sum(h.slots for h in state.host_order)

@@ -220,7 +220,6 @@ class ReservationBook:
     # held by two at once), by id: planned by counting, or kept and checked; the
     # planner prunes its search by a count of them (``alloc.planner._Counted``).
     fit: dict[int, Reservation] = field(default_factory=dict)
-    _expected: dict[int, int] = field(default_factory=dict)  # jobid → ``expected_end``
 
     def __post_init__(self) -> None:
         self.memo.begin(self.state)
@@ -314,7 +313,7 @@ class ReservationBook:
         the reservations made so far, and the instant until which it holds."""
         planner = self._planner
         if planner is None:
-            ends = [(self._expected_end(job), job) for job in self.state.running.values()]
+            ends = self.state.expected_ends(self.now)
             planner = self._planner = Planner(self.state, self.now, ends, self.fit, self.memo.frees)
         reservation = planner.earliest_start(
             job,
@@ -507,11 +506,8 @@ class ReservationBook:
         return out
 
     def _expected_end(self, job: Job) -> int:
-        """``expected_end`` of a running job (looked up once a session)."""
-        end = self._expected.get(job.jobid)
-        if end is None:
-            end = self._expected[job.jobid] = expected_end(self.state, job, self.now)
-        return end
+        """``expected_end`` of a running job (``ClusterState.expected_end``)."""
+        return self.state.expected_end(job, self.now)
 
     def _planned(self, key: tuple[object, ...] | None, before: int) -> Plan | None:
         """The last session's plan of a job planned by counting, when nothing it

@@ -363,6 +363,7 @@ class SchedCore:
         except ConfigError:
             self.state.queues, self.state.config = old_queues, old_config
             raise
+        self.state.reindex_deadlines()  # the queues' run limits may have changed
 
     def rebuild_picker(self) -> None:
         """Replace the picker by a new one of the configured name, fed the current state.
@@ -412,6 +413,7 @@ class SchedCore:
             queue = self.state.queues[spec.name] = Queue.from_spec(spec)
         else:
             queue.update(spec)
+        self.state.reindex_deadlines(j for j in self.state.running.values() if j.queue == spec.name)
         self.picker.on_queue_update(queue)
 
     # --- hosts and resources --------------------------------------------------------
@@ -625,6 +627,7 @@ class SchedCore:
             job.priority = payload.priority
         if payload.run_limit_s is not None:
             job.run_limit_s = payload.run_limit_s
+            self.state.reindex_deadlines([job])
         if payload.queue is not None:
             running = job.state is JobState.RUN
             if running:

@@ -6,7 +6,7 @@ protocols of ``xce_core.plugins`` (``JobInfo``, ``QueueInfo``, ``HostInfo``).
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import TypeVar
 
@@ -27,8 +27,9 @@ from xce_schemas import (
 )
 
 from xce_core.alloc.free_index import FreeSlotIndex
-from xce_core.alloc.outcome import Reservation
+from xce_core.alloc.outcome import FOREVER, Reservation
 from xce_core.resreq.model import EMPTY, Resreq, ResreqError
+from xce_core.runtime import effective_run_limit_s
 
 K = TypeVar("K")
 
@@ -242,8 +243,10 @@ class ClusterState:
     ``queue_slots`` and ``user_slots`` are the slots running jobs hold per queue and
     per (queue, user), for the queues' slot limits; ``running`` indexes the running
     jobs, ``running_on`` them by host (host → their jobids, in start order), and
-    ``to_resume`` the jobs suspended by a preemption. All five follow from the jobs
-    (``charge``, ``set_preempted``) and are rebuilt, not saved, by a snapshot load.
+    ``to_resume`` the jobs suspended by a preemption, and ``deadlines`` the running
+    jobs by the instant their run limit in force runs out (``expected_end``). All six
+    follow from the jobs (``charge``, ``set_preempted``, ``reindex_deadlines``) and
+    are rebuilt, not saved, by a snapshot load.
     """
 
     config: SchedulerConfig = field(default_factory=SchedulerConfig)
@@ -270,6 +273,10 @@ class ClusterState:
     running: dict[int, Job] = field(default_factory=dict, metadata=CACHE)
     running_on: dict[str, dict[int, None]] = field(default_factory=dict, metadata=CACHE)
     to_resume: dict[int, Job] = field(default_factory=dict, metadata=CACHE)
+    # (deadline ns, jobid, job) of each running job, sorted: kept as jobs start and
+    # stop (Flux's planner keeps its availability so), not rebuilt every session.
+    deadlines: SortedList = field(default_factory=SortedList, metadata=CACHE)
+    deadline_of: dict[int, int] = field(default_factory=dict, metadata=CACHE)  # jobid → it
 
     def add_host(
         self,
@@ -457,13 +464,50 @@ class ClusterState:
             self.running[job.jobid] = job
             for record in job.alloc.hosts:  # (every host record holds slots)
                 on.setdefault(record.host, {})[job.jobid] = None
+            self._index_deadline(job)
         elif self.running.pop(job.jobid, None) is not None:
+            deadline = self.deadline_of.pop(job.jobid)
+            self.deadlines.remove((deadline, job.jobid, job))
             for record in job.alloc.hosts:
                 jobs = on.get(record.host)
                 if jobs is not None:
                     jobs.pop(job.jobid, None)
                     if not jobs:
                         del on[record.host]
+
+    def _index_deadline(self, job: Job) -> None:
+        limit_s = effective_run_limit_s(job, self.queues.get(job.queue))
+        deadline = FOREVER
+        if limit_s is not None:
+            deadline = job.start_ts + job.suspended_ns + limit_s * 1_000_000_000
+        self.deadline_of[job.jobid] = deadline
+        self.deadlines.add((deadline, job.jobid, job))
+
+    def reindex_deadlines(self, jobs: Iterable[Job] | None = None) -> None:
+        """Index again the deadlines of running ``jobs`` (all running jobs when None)
+        after their run limit in force may have changed: a job's own (``JOB_UPDATE``)
+        or its queue's (``QUEUE_UPDATE``, ``CONFIG_PUSH``)."""
+        for job in list(self.running.values()) if jobs is None else list(jobs):
+            if job.jobid in self.deadline_of:
+                self.deadlines.remove((self.deadline_of.pop(job.jobid), job.jobid, job))
+                self._index_deadline(job)
+
+    def expected_end(self, job: Job, now: int) -> int:
+        """When running ``job`` is expected to end, ns: its start + time suspended +
+        run limit in force, or ``now`` once it has run past that
+        (``runtime.expected_end_ns``); ``FOREVER`` without a run limit."""
+        deadline = self.deadline_of[job.jobid]
+        return deadline if deadline > now else now
+
+    def expected_ends(self, now: int) -> list[tuple[int, Job]]:
+        """Every running job with its ``expected_end`` (ns), sorted by ``(end, jobid)``
+        (a job past its deadline is expected to end ``now``); O(running jobs), with
+        no run limit looked up."""
+        deadlines = self.deadlines
+        past = deadlines.bisect_left((now + 1,))
+        ends = [(now, job) for _, _, job in sorted(deadlines.islice(0, past), key=_jobid_of)]
+        ends += [(deadline, job) for deadline, _, job in deadlines.islice(past)]
+        return ends
 
     def set_preempted(self, job: Job, preempted: bool) -> None:
         """Mark ``job`` as suspended by a preemption (the core resumes it) or not."""
@@ -486,3 +530,7 @@ class ClusterState:
     def _reindex(self, host: Host) -> None:
         host.values = None
         self.free_index.update(host.position, host.usable_free)
+
+
+def _jobid_of(entry: tuple[int, int, Job]) -> int:
+    return entry[1]

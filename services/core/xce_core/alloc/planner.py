@@ -56,7 +56,9 @@ class Planner:
     Args:
         state: the cluster state (changed only inside ``earliest_start``, and back).
         now: the session's time, ns.
-        ends: every running job with its expected end (ns; ``FOREVER`` for none).
+        ends: every running job with its expected end (ns; ``FOREVER`` for none),
+            sorted by ``(end, jobid)`` (``ClusterState.expected_ends``); the planner
+            keeps this list and adds the jobs started in the session to it.
         fit: the reservations known to fit as they are (their hosts free by their
             start, none held by another at once), by id: the caller's, and each one
             planned here is added to it.
@@ -69,13 +71,13 @@ class Planner:
         self,
         state: ClusterState,
         now: int,
-        ends: Iterable[tuple[int, Job]],
+        ends: list[tuple[int, Job]],
         fit: dict[int, Reservation] | None = None,
         frees: dict[int, tuple[JobAlloc, list[str]]] | None = None,
     ) -> None:
         self.state = state
         self.now = now
-        self._ends = sorted(ends, key=lambda pair: (pair[0], pair[1].jobid))
+        self._ends = ends
         self._instids = iter(range(1, 1 << 62))
         # Plain requests on one-slot hosts are planned by counting (``_Counted``).
         self._counted = None if state.multi_slot_hosts else _Counted(state, frees)
