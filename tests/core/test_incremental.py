@@ -132,7 +132,7 @@ def test_a_parked_job_is_passed_over_until_its_slots_are_free() -> None:
     # waiting for 2, is passed over.
     assert _offers(scenario, 4) == [2]
     assert isinstance(scenario.decisions[-1], Dispatch)
-    assert isinstance(picker, BuiltinFcfs) and picker._parked == {3: (2, None)}
+    assert isinstance(picker, BuiltinFcfs) and picker._parked == {3: (2, None, None)}
 
 
 def test_a_host_change_unparks_jobs_that_can_no_longer_ever_run() -> None:
@@ -438,3 +438,41 @@ def _offers(scenario: Scenario, at_s: int) -> list[int]:
     finally:
         del picker.next_job  # type: ignore[attr-defined]
     return offered
+
+
+def _blocked_then_moved(incremental: bool) -> tuple[list[Any], list[str]]:
+    """Four one-slot hosts, queues ``a`` and ``b`` each ``strict`` on its own: job 1
+    (queue ``a``, 3 tasks) runs, job 2 (``a``, 2 tasks, priority 5) cannot start and
+    blocks ``a``, so job 3 (``a``, 1 task) is held back (parked behind job 2 in the
+    incremental loop). Job 2 then moves to queue ``b``: it blocks ``b`` from then on,
+    no longer job 3. Returns the round after the move and the whole stream."""
+    builder = cluster().hosts_n(4).queue("a", backfill="strict").queue("b", backfill="strict")
+    scenario = _incremental(builder.build(), incremental)
+    scenario.submit(job_spec(1, tasks=3, queue="a"), at_s=0)
+    scenario.round(0)
+    scenario.submit(job_spec(2, tasks=2, queue="a", priority=5), job_spec(3, tasks=1, queue="a"))
+    assert scenario.round(1) == [("PEND", 2, "NOT_ENOUGH_SLOTS"), ("PEND", 3, "ORDER_BLOCKED")]
+    scenario.push(JobUpdate(ts=2 * NS, payload=JobUpdatePayload(jobid=2, queue="b")))
+    after = scenario.round(2)
+    return after, [decision.model_dump_json() for decision in scenario.decisions]
+
+
+def test_a_job_held_back_under_strict_is_offered_once_its_blocker_moves_to_another_domain() -> None:
+    ours, stream = _blocked_then_moved(True)
+    assert ours == [("DISPATCH", 3, ("h4",))]
+    assert stream == _blocked_then_moved(False)[1]
+
+
+def test_jobs_held_back_under_strict_are_parked_behind_their_blocker() -> None:
+    # While job 2 blocks, job 3 is not offered at all in the incremental loop.
+    builder = cluster().hosts_n(4).configure(backfill="strict")
+    scenario = builder.build()
+    scenario.submit(job_spec(1, tasks=3), at_s=0)
+    scenario.round(0)
+    scenario.submit(*(job_spec(jobid, tasks=2 if jobid == 2 else 1) for jobid in (2, 3, 4)))
+    assert [d[0] for d in scenario.round(1)] == ["PEND"] * 3
+    assert _offers(scenario, 2) == [2]
+    scenario.finish(1, at_s=3)
+    # Job 2 starts: jobs 3 and 4 are offered again, in order, and start.
+    assert _offers(scenario, 4) == [2, 3, 4]
+    assert [d.jobid for d in scenario.decisions[-3:] if isinstance(d, Dispatch)] == [2, 3, 4]

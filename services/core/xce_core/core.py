@@ -165,6 +165,11 @@ class _View:
         book = None if core._session is None else core._session.book
         return (-1, 0, 0, 0) if book is None else book.reserved_room()
 
+    def blocks(self, jobid: int) -> bool:
+        core = self._core
+        book = None if core._session is None else core._session.book
+        return book is not None and jobid in book.blocked_by.values()
+
     def check_cancel(self) -> None:
         core = self._core
         if core.cancellable and core._session is not None and core._session.token.cancelled:

@@ -129,6 +129,13 @@ class CoreView(Protocol):
         slots are more than ``outside`` and at most ``free``."""
         ...
 
+    def blocks(self, jobid: int) -> bool:
+        """For jobs parked behind another (``ParkingPicker``), O(policy domains):
+        whether job ``jobid`` blocks, so far this session, every later job of its
+        backfill policy's domain (``strict``: it could not start). A job parked
+        behind it is to be offered unless it does."""
+        ...
+
     def check_cancel(self) -> None:
         """A cancellation point: raises ``SessionCancelled`` if the session was cancelled."""
         ...
@@ -187,7 +194,9 @@ class ParkingPicker(Protocol):
     turn makes no decision and changes nothing while ``CoreView.wake_slots()`` is
     below ``slots`` (``reserved`` None: it pends for too few free slots), or, for a
     job pending for reserved room, while ``CoreView.reserved_room()`` keeps it so
-    (``reserved`` is ``(names, until)``, as that method says). The
+    (``reserved`` is ``(names, until)``, as that method says), or, for a job held
+    back under ``strict`` by job ``behind``, while ``CoreView.blocks(behind)`` (and
+    until ``behind`` itself changes: ``on_job_update``). The
     picker may then leave it out of ``next_job`` while that holds (asking at each
     call: it changes within a session), and must not call it pended for those
     turns (``on_pend`` is not called for a job not returned). It must still return
@@ -197,7 +206,13 @@ class ParkingPicker(Protocol):
     picker without ``park`` gets every job every round.
     """
 
-    def park(self, jobid: int, slots: int, reserved: tuple[int, int] | None = None) -> None: ...
+    def park(
+        self,
+        jobid: int,
+        slots: int,
+        reserved: tuple[int, int] | None = None,
+        behind: int | None = None,
+    ) -> None: ...
     def unpark_all(self) -> None: ...
 
 

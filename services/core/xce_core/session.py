@@ -173,8 +173,11 @@ class Session:
                 if plan is FINAL and core.parking is not None:
                     if outcome is SHORT:
                         self._park(job, queue, None)
-                    elif outcome.__class__ is Unsatisfied and outcome.code is PendingCode.RESERVED:
-                        self._park_reserved(job, queue)
+                    elif outcome.__class__ is Unsatisfied:
+                        if outcome.code is PendingCode.RESERVED:
+                            self._park_reserved(job, queue)
+                        elif outcome.code is PendingCode.ORDER_BLOCKED:
+                            self._park_behind(job, queue)
         except SessionCancelled:
             log.info("session %d at ts=%d cancelled", session.number, session.start_ts)
         finally:
@@ -194,6 +197,18 @@ class Session:
             names = book.reserved_room()[0]
             if names >= 0:  # (none while a domain still reserves: it might be next)
                 self._park(job, queue, (names, book.end_of(job)))
+
+    def _park_behind(self, job: Job, queue: Queue) -> None:
+        """Park a job held back under ``strict``: its turn is decided by whom its
+        policy domain is blocked by, before anything else (``_schedule``), so while
+        the same job blocks the domain (``CoreView.blocks``) the turn pends it again
+        for the same reason. A job whose preemption is in flight is left to its
+        turns."""
+        book = self.state.book
+        assert book is not None, "only a session with reservations blocks"
+        blocker = book.blocked_by.get(self._policy(queue).domain)
+        if blocker is not None and job.jobid not in self.core.state.preemptions:
+            self.core.parking.park(job.jobid, 0, None, behind=blocker)  # type: ignore[union-attr]
 
     def _park(self, job: Job, queue: Queue, reserved: tuple[int, int] | None) -> None:
         """Park a job that pended for too few free slots (or, with ``reserved``, for

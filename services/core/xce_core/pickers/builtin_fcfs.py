@@ -18,7 +18,9 @@ Incremental rounds (``plugins.ParkingPicker``): a lane job the core *parked* is 
 apart, grouped by the slots it waits for, and ``next_job`` passes over it while
 ``CoreView.wake_slots()`` is below that; one parked for reserved room is grouped by
 whose reservations it pends for, then its slots, and passed over while
-``CoreView.reserved_room()`` says it still pends so. The walk is a cursor over
+``CoreView.reserved_room()`` says it still pends so; one parked behind the job that
+blocks it under ``strict`` is grouped by that job, and passed over while
+``CoreView.blocks()`` says that job still blocks. The walk is a cursor over
 sorted keys, so a round costs the jobs it returns, not the jobs that pend (DESIGN
 "Incremental rounds").
 """
@@ -66,13 +68,16 @@ class _Level:
     The lane's keys are in ``fcfs`` unless parked; a parked key is in
     ``parked[slots]`` instead, ``slots`` being the free slots it waits for, or, when
     it pends for reserved room, in ``reserved[names][slots]``, and passed over
-    while the reservations made start before ``until[names]``.
+    while the reservations made start before ``until[names]``, or, when it is
+    blocked under ``strict``, in ``behind[blocker]``, passed over while that job
+    blocks.
     """
 
     fcfs: SortedList = field(default_factory=SortedList)
     parked: SortedDict = field(default_factory=SortedDict)  # slots → SortedList of keys
     reserved: dict[int, SortedDict] = field(default_factory=dict)  # names → as ``parked``
     until: dict[int, int] = field(default_factory=dict)  # names → the least ``until``, ns
+    behind: dict[int, SortedList] = field(default_factory=dict)  # blocker jobid → keys
     overrides: SortedDict = field(default_factory=SortedDict)  # queue name → picker
 
 
@@ -96,8 +101,9 @@ class BuiltinFcfs(PickerBase):
         self._keys: dict[int, JobKey] = {}  # jobid → key, jobs in a FCFS lane
         self._jobs: dict[int, JobInfo] = {}  # jobid → job, every tracked job
         self._owner: dict[int, str] = {}  # jobid → queue name, every tracked job
-        # jobid → (its slots, the names it pends for or None), parked lane jobs
-        self._parked: dict[int, tuple[int, int | None]] = {}
+        # jobid → (its slots, the names it pends for or None, the job it is parked
+        # behind or None), parked lane jobs
+        self._parked: dict[int, tuple[int, int | None, int | None]] = {}
         # A parked job just offered: it stays parked if the core parks it again
         # before the next offer, else it is unparked then.
         self._offered: int | None = None
@@ -162,7 +168,9 @@ class BuiltinFcfs(PickerBase):
             self._untrack(job.jobid, new_state)
 
     def on_job_update(self, job: JobInfo) -> None:
-        """Re-place a job whose priority or queue changed."""
+        """Re-place a job whose priority or queue changed; the jobs parked behind it
+        are visited again (it may no longer come before them, or block them)."""
+        self._unpark_behind(job.jobid)
         owner = self._owner.get(job.jobid)
         if owner is not None:
             override = self._queues[owner].override
@@ -233,12 +241,15 @@ class BuiltinFcfs(PickerBase):
         fcfs = level.fcfs
         at = 0 if cursor is None else fcfs.bisect_right(cursor)
         best: JobKey | None = fcfs[at] if at < len(fcfs) else None
-        parked, reserved = level.parked, level.reserved
-        if not parked and not reserved:
+        parked, reserved, behind = level.parked, level.reserved, level.behind
+        if not parked and not reserved and not behind:
             return best
         groups: list[SortedList] = []
         if parked:
             groups += [parked[slots] for slots in parked.irange(maximum=self._view.wake_slots())]
+        if behind:
+            blocks = self._view.blocks
+            groups += [group for blocker, group in behind.items() if not blocks(blocker)]
         if reserved:
             names, latest, outside, free = self._view.reserved_room()
             for pends_for, by_slots in reserved.items():
@@ -256,16 +267,22 @@ class BuiltinFcfs(PickerBase):
         self._offered = offered
         return best
 
-    def park(self, jobid: int, slots: int, reserved: tuple[int, int] | None = None) -> None:
+    def park(
+        self,
+        jobid: int,
+        slots: int,
+        reserved: tuple[int, int] | None = None,
+        behind: int | None = None,
+    ) -> None:
         """The core proved the lane job's turn changes nothing while
         ``wake_slots()`` is below ``slots`` (or, with ``reserved``, while
-        ``reserved_room()`` keeps it pending; ``plugins.ParkingPicker``): pass over
-        it till then. A job of an override queue (or one not tracked) is left as
-        it is."""
+        ``reserved_room()`` keeps it pending; with ``behind``, while ``blocks(behind)``;
+        ``plugins.ParkingPicker``): pass over it till then. A job of an override
+        queue (or one not tracked) is left as it is."""
         key = self._keys.get(jobid)
-        names = None if reserved is None else reserved[0]
+        record = (slots, None if reserved is None else reserved[0], behind)
         if jobid == self._offered:
-            if self._parked[jobid] == (slots, names):
+            if self._parked[jobid] == record:
                 self._offered = None  # parked as it was (its ``until`` only later)
                 return
             self._unpark(self._level_of(jobid), jobid)
@@ -273,6 +290,13 @@ class BuiltinFcfs(PickerBase):
             return
         level = self._level_of(jobid)
         level.fcfs.remove(key)
+        if behind is not None:
+            group = level.behind.get(behind)
+            if group is None:
+                group = level.behind[behind] = SortedList()
+            group.add(key)
+            self._parked[jobid] = record
+            return
         if reserved is None:
             by_slots = level.parked
         else:
@@ -287,7 +311,7 @@ class BuiltinFcfs(PickerBase):
         if group is None:
             group = by_slots[slots] = SortedList()
         group.add(key)
-        self._parked[jobid] = (slots, names)
+        self._parked[jobid] = record
 
     def unpark_all(self) -> None:
         """Something a parked job's outcome rests on changed: visit them all again."""
@@ -303,6 +327,9 @@ class BuiltinFcfs(PickerBase):
                     level.fcfs.update(group)
             level.reserved.clear()
             level.until.clear()
+            for group in level.behind.values():
+                level.fcfs.update(group)
+            level.behind.clear()
         self._parked.clear()
 
     def _settle(self) -> None:
@@ -325,8 +352,14 @@ class BuiltinFcfs(PickerBase):
         """Take a parked job out of its group (and out of ``_offered``): its key."""
         if jobid == self._offered:
             self._offered = None
-        slots, names = self._parked.pop(jobid)
+        slots, names, blocker = self._parked.pop(jobid)
         key = self._keys[jobid]
+        if blocker is not None:
+            behind: SortedList = level.behind[blocker]
+            behind.remove(key)
+            if not behind:
+                del level.behind[blocker]
+            return key
         by_slots = level.parked if names is None else level.reserved[names]
         group: SortedList = by_slots[slots]
         group.remove(key)
@@ -335,6 +368,19 @@ class BuiltinFcfs(PickerBase):
             if not by_slots and names is not None:
                 del level.reserved[names], level.until[names]
         return key
+
+    def _unpark_behind(self, blocker: int) -> None:
+        """Move every job parked behind ``blocker`` back among the unparked jobs."""
+        for level in self._levels.values():
+            group = level.behind.pop(blocker, None)
+            if group is None:
+                continue
+            for key in group:
+                jobid = key[2]
+                del self._parked[jobid]
+                if jobid == self._offered:
+                    self._offered = None
+                level.fcfs.add(key)
 
     def end_session(self) -> None:
         """Forward the end of the session to the override pickers."""
