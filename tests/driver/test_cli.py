@@ -197,6 +197,26 @@ def test_console_script_bad_input(
     assert message in lines[0]
 
 
+@pytest.mark.parametrize(
+    "name, content",
+    [("empty.swf", b""), ("header.swf", b"; MaxProcs: 100\n"), ("empty.swf.gz", b"")],
+    ids=["empty file", "a header and no records", "an empty gzip file"],
+)
+def test_a_trace_without_job_records_is_refused(
+    tmp_path: Path, name: str, content: bytes, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # A simulation of nothing would print a summary of zeros and exit 0.
+    path = tmp_path / name
+    path.write_bytes(content)
+    assert main(["simulate", "--workload", str(path), "--hosts", "10"]) == 2
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    assert captured.err == (
+        f"xce-sched: error: {path}: no job records, nothing to simulate "
+        "(an SWF trace lists one job per line)\n"
+    )
+
+
 # --- a real trace, end to end ------------------------------------------------------------
 
 

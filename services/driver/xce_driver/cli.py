@@ -604,6 +604,11 @@ def _load_workload(args: argparse.Namespace) -> tuple[MappedWorkload, str]:
                 "--jobs sets the size of the generated workload; with --workload use --max-jobs"
             )
         trace = read_swf(args.workload)
+        if not trace.records:  # a simulation of nothing would report a success
+            raise UserError(
+                f"{trace.source}: no job records, nothing to simulate "
+                "(an SWF trace lists one job per line)"
+            )
     workload = map_trace(
         trace,
         hosts=hosts,
