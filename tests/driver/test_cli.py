@@ -217,6 +217,40 @@ def test_a_trace_without_job_records_is_refused(
     )
 
 
+@pytest.mark.parametrize(
+    "definitions, message",
+    [
+        (
+            [],
+            "no definition is of a queue the simulated jobs are in ('normal'; defined: none): "
+            "it would change nothing",
+        ),
+        (
+            [{"name": "a", "backfill": "strict"}, {"name": "b", "backfill": "easy"}],
+            "no definition is of a queue the simulated jobs are in ('normal'; defined: 'a', "
+            "'b'): it would change nothing",
+        ),
+        (
+            [{"name": "normal"}, {"name": "urgent", "preemptible_queues": ["normal", "nosuch"]}],
+            "[1].preemptible_queues[1]: queue 'nosuch' is defined nowhere (queues: normal, urgent)",
+        ),
+    ],
+    ids=["an empty list", "only queues no job is in", "a queue to preempt defined nowhere"],
+)
+def test_a_queue_file_that_would_change_nothing_or_names_no_queue_is_refused(
+    tmp_path: Path,
+    definitions: list[dict[str, object]],
+    message: str,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    path = tmp_path / "q.json"
+    path.write_bytes(orjson.dumps(definitions))
+    assert main(["simulate", "--jobs", "20", "--queues", str(path), "--quiet"]) == 2
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    assert captured.err == f"xce-sched: error: --queues {path}: {message}\n"
+
+
 # --- a real trace, end to end ------------------------------------------------------------
 
 

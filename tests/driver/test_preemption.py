@@ -547,8 +547,8 @@ def test_a_queue_file_that_is_not_utf8_says_where_it_stops_being_text(tmp_path: 
         ("[1", "--queues {path}: not JSON"),
         (
             '[{"name": "normal", "preemptible_queues": ["ghost"]}]',
-            "queue 'normal': preemptible_queues[0] names queue 'ghost', which no queue "
-            "definition gives (defined: normal)",
+            "--queues {path}: [0].preemptible_queues[0]: queue 'ghost' is defined nowhere "
+            "(queues: normal)",
         ),
         (
             '[{"name": "normal", "preempt_policy": "nope"}]',

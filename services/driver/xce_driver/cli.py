@@ -644,6 +644,41 @@ def _load_queues(path: str | None) -> tuple[QueueSpec, ...]:
         raise UserError(f"--queues {path}: {exc.strerror or exc}") from None
 
 
+def _check_queue_file(
+    path: str | None, queues: Sequence[QueueSpec], workload: MappedWorkload
+) -> None:
+    """Refuse a ``--queues`` file that would change nothing, or whose definition
+    names a queue to preempt that no definition gives, naming the file and entry
+    (``simulate.checked_config`` checks the same of the merged queues, without
+    knowing which came from the file).
+
+    A file changes nothing when none of its definitions is the queue of a simulated
+    job: a queue no job is in neither runs nor is preempted (one such definition
+    beside others is kept: the README's "the others are added").
+
+    Raises:
+        UserError: naming the file, and the entry and field or the jobs' queues.
+    """
+    if path is None:
+        return
+    used = {job.queue for job in workload.jobs}
+    names = [*workload.queues, *(spec.name for spec in queues if spec.name not in workload.queues)]
+    if not any(spec.name in used for spec in queues):
+        defined = ", ".join(repr(spec.name) for spec in queues) or "none"
+        raise UserError(
+            f"--queues {printable(path)}: no definition is of a queue the simulated jobs "
+            f"are in ({', '.join(map(repr, sorted(used)))}; defined: {defined}): "
+            "it would change nothing"
+        )
+    for index, spec in enumerate(queues):
+        for target_index, target in enumerate(spec.preemptible_queues):
+            if target not in names:
+                raise UserError(
+                    f"--queues {printable(path)}: [{index}].preemptible_queues[{target_index}]: "
+                    f"queue {target!r} is defined nowhere (queues: {', '.join(names)})"
+                )
+
+
 def _plural(count: int, noun: str) -> str:
     return f"{count:,} {noun}" + ("" if count == 1 else "s")
 
@@ -807,6 +842,7 @@ def simulate(args: argparse.Namespace) -> int:
     registry.pickers.get(args.policy)
     queues = _load_queues(args.queues)
     workload, source = _load_workload(args)
+    _check_queue_file(args.queues, queues, workload)
     try:
         result = _run(args, workload, source, registry, queues)
     except OSError as exc:
@@ -844,6 +880,7 @@ def emulate_command(args: argparse.Namespace) -> int:
     registry.pickers.get(args.policy)
     queues = _load_queues(args.queues)
     workload, source = _load_workload(args)
+    _check_queue_file(args.queues, queues, workload)
     config = checked_config(workload, args.policy, queues, registry, **_backfill_options(args))
     hosts = host_specs(workload.hosts, workload.slots_per_host, workload.host_mem_mb)
     emulator = LiveEmulator(workload.jobs, hosts, config, nats_url=args.nats, speed=args.speed)
@@ -1116,6 +1153,7 @@ def events_command(args: argparse.Namespace) -> int:
     registry.pickers.get(args.policy)
     queues = _load_queues(args.queues)
     workload, source = _load_workload(args)
+    _check_queue_file(args.queues, queues, workload)
     config = checked_config(workload, args.policy, queues, registry, **_backfill_options(args))
     with _writing("--out", args.out):
         summary = write_event_file(workload, config, args.out)
