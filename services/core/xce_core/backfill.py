@@ -466,14 +466,15 @@ class ReservationBook:
         state = self.state
         naming = self._naming_hosts()
         if not state.multi_slot_hosts:  # a host is free by then, and held by none
-            hosts, running, on, ok = state.hosts, state.running, state.running_on, HostStatus.OK
+            hosts, on, ok = state.hosts, state.running_on, HostStatus.OK
+            deadline_of = state.deadline_of  # (an expected end after now is the deadline)
             for name, _ in reservation.hosts:
                 host = hosts.get(name)
                 if host is None or host.status is not ok:
                     return False
                 if host.used and name in on:
                     for jobid in on[name]:
-                        if self._expected_end(running[jobid]) > start:
+                        if deadline_of[jobid] > start:
                             return False
                 if name in naming:
                     for _, other_start, other_until, _ in naming[name]:
@@ -605,6 +606,11 @@ class ReservationBook:
         fewer than its tasks); False when only allocating can tell."""
         if not _plain(job):
             return False
+        free, tasks = self.unreserved_free(), job.tasks
+        if free < tasks:
+            return True  # too few even with all the held room
+        if free - self._phantom_slots >= tasks:
+            return False  # enough outside it: which reservations are open is moot
         flags = self.open_to(job)
         if not self.phantom or not any(flags[1:]):
             opened = 0
@@ -613,7 +619,7 @@ class ReservationBook:
         else:
             opened = sum(self._open_room(job).values())
         closed = self._phantom_slots - opened
-        return self.unreserved_free() - closed < job.tasks
+        return free - closed < tasks
 
     def allocate(
         self, job: Job, allocate: Callable[[], JobAlloc | Unsatisfied]
