@@ -56,6 +56,7 @@ from xce_schemas.errors import describe
 from xce_schemas.events import EVENT_ADAPTER
 from xce_schemas.snapshot import CoreSnapshot
 
+from xce_driver.batch_gc import batch_gc
 from xce_driver.recording import IncompleteRecording, Line, RecordingError, read_lines
 
 NS = 1_000_000_000
@@ -580,7 +581,8 @@ def replay(
         result = ReplayResult(start.line.number, start.line.ts, RunStats())
         run = _Run(snapshot, path, registry, options.verify, tolerate_rejects=False)
         lines = lines_after(path, start.line.number, require_end=True, progress=progress)
-        _replay_events(run, lines, options, pause, result, path)
+        with batch_gc():
+            _replay_events(run, lines, options, pause, result, path)
     except SnapshotError as exc:
         raise ReplayError(f"{path}: {exc}") from None
     except RecordingError as exc:

@@ -25,6 +25,7 @@ from xce_core.plugins import PluginRegistry
 from xce_schemas import BackfillPolicy, CoreEvent, Decision, HostSpec, QueueSpec, SchedulerConfig
 from xce_schemas.errors import describe
 
+from xce_driver.batch_gc import batch_gc
 from xce_driver.emulator import ClusterEmulator, JobRecord, Workload
 from xce_driver.plugins import load_registry
 from xce_driver.recording import Recorder, RecordingWriter
@@ -295,7 +296,8 @@ def run_simulation(
     if recorder is not None:
         recorder.start(core, round_interval_s)
     started = time.perf_counter()
-    records = emulator.run(progress)
+    with batch_gc():
+        records = emulator.run(progress)
     wall = time.perf_counter() - started
     if recorder is not None:
         recorder.finish(core)  # only a run that went to its end is a complete recording
