@@ -234,8 +234,17 @@ def test_a_trace_without_job_records_is_refused(
             [{"name": "normal"}, {"name": "urgent", "preemptible_queues": ["normal", "nosuch"]}],
             "[1].preemptible_queues[1]: queue 'nosuch' is defined nowhere (queues: normal, urgent)",
         ),
+        (
+            [{"name": "normal", "job_pick_plugin": "nosuch"}],
+            "[0].job_pick_plugin: unknown picker 'nosuch'; known: builtin_fcfs",
+        ),
     ],
-    ids=["an empty list", "only queues no job is in", "a queue to preempt defined nowhere"],
+    ids=[
+        "an empty list",
+        "only queues no job is in",
+        "a queue to preempt defined nowhere",
+        "an unknown picker",
+    ],
 )
 def test_a_queue_file_that_would_change_nothing_or_names_no_queue_is_refused(
     tmp_path: Path,
@@ -249,6 +258,21 @@ def test_a_queue_file_that_would_change_nothing_or_names_no_queue_is_refused(
     captured = capsys.readouterr()
     assert captured.out == ""
     assert captured.err == f"xce-sched: error: --queues {path}: {message}\n"
+
+
+def test_a_trace_whose_every_record_is_skipped_is_refused(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # One record with an unknown run time (-1): nothing is left to simulate.
+    path = tmp_path / "skipped.swf"
+    path.write_text("; MaxProcs: 4\n1 0 0 -1 1 -1 -1 1 10 -1 1 1 1 -1 1 -1 -1 -1\n")
+    assert main(["simulate", "--workload", str(path)]) == 2
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    assert captured.err == (
+        f"xce-sched: error: {path}: no record can be simulated "
+        "(1 record skipped: unknown run time 1)\n"
+    )
 
 
 # --- a real trace, end to end ------------------------------------------------------------

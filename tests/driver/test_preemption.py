@@ -552,7 +552,8 @@ def test_a_queue_file_that_is_not_utf8_says_where_it_stops_being_text(tmp_path: 
         ),
         (
             '[{"name": "normal", "preempt_policy": "nope"}]',
-            "queue 'normal': unknown preempt policy 'nope'; known: lowest_priority_first",
+            "--queues {path}: [0].preempt_policy: unknown preempt policy 'nope'; known: "
+            "lowest_priority_first",
         ),
     ],
     ids=["a missing file", "a bad field", "not JSON", "an unknown target queue", "a bad policy"],

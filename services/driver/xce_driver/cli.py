@@ -619,6 +619,12 @@ def _load_workload(args: argparse.Namespace) -> tuple[MappedWorkload, str]:
         host_mem_mb=float(args.host_mem),
         estimate=args.swf_estimate,
     )
+    if not workload.jobs:  # every record skipped: a simulation of nothing again
+        skipped = _plural(sum(workload.skipped.values()), "record")
+        raise UserError(
+            f"{trace.source}: no record can be simulated "
+            f"({skipped} skipped: {_by_reason(workload.skipped)})"
+        )
     return workload, trace.source
 
 
@@ -645,38 +651,59 @@ def _load_queues(path: str | None) -> tuple[QueueSpec, ...]:
 
 
 def _check_queue_file(
-    path: str | None, queues: Sequence[QueueSpec], workload: MappedWorkload
+    path: str | None,
+    queues: Sequence[QueueSpec],
+    workload: MappedWorkload,
+    registry: PluginRegistry,
 ) -> None:
-    """Refuse a ``--queues`` file that would change nothing, or whose definition
-    names a queue to preempt that no definition gives, naming the file and entry
-    (``simulate.checked_config`` checks the same of the merged queues, without
-    knowing which came from the file).
-
-    A file changes nothing when none of its definitions is the queue of a simulated
-    job: a queue no job is in neither runs nor is preempted (one such definition
-    beside others is kept: the README's "the others are added").
+    """Refuse a ``--queues`` file one of whose definitions names a picker, a
+    preemption policy or a queue to preempt that does not exist, naming the file,
+    entry and field (``simulate.checked_config`` checks the same of the merged
+    queues, without knowing which came from the file); or that would change
+    nothing: none of its definitions is the queue of a simulated job (a queue no
+    job is in neither runs nor is preempted; one such definition beside others is
+    kept, the README's "the others are added").
 
     Raises:
         UserError: naming the file, and the entry and field or the jobs' queues.
     """
     if path is None:
         return
-    used = {job.queue for job in workload.jobs}
+    where = f"--queues {printable(path)}"
     names = [*workload.queues, *(spec.name for spec in queues if spec.name not in workload.queues)]
-    if not any(spec.name in used for spec in queues):
-        defined = ", ".join(repr(spec.name) for spec in queues) or "none"
-        raise UserError(
-            f"--queues {printable(path)}: no definition is of a queue the simulated jobs "
-            f"are in ({', '.join(map(repr, sorted(used)))}; defined: {defined}): "
-            "it would change nothing"
-        )
     for index, spec in enumerate(queues):
+        plugins = (
+            ("job_pick_plugin", spec.job_pick_plugin, registry.pickers),
+            ("preempt_policy", spec.preempt_policy, registry.preempt_policies),
+        )
+        for field, name, known in plugins:
+            if name is not None:
+                try:
+                    known.get(name)
+                except ConfigError as exc:
+                    raise UserError(f"{where}: [{index}].{field}: {exc}") from None
         for target_index, target in enumerate(spec.preemptible_queues):
             if target not in names:
                 raise UserError(
-                    f"--queues {printable(path)}: [{index}].preemptible_queues[{target_index}]: "
+                    f"{where}: [{index}].preemptible_queues[{target_index}]: "
                     f"queue {target!r} is defined nowhere (queues: {', '.join(names)})"
                 )
+    used = {job.queue for job in workload.jobs}
+    if not any(spec.name in used for spec in queues):
+        defined = ", ".join(repr(spec.name) for spec in queues) or "none"
+        raise UserError(
+            f"{where}: no definition is of a queue the simulated jobs are in "
+            f"({', '.join(map(repr, sorted(used)))}; defined: {defined}): "
+            "it would change nothing"
+        )
+
+
+def _by_reason(skipped: dict[str, int]) -> str:
+    """Records skipped, by reason, in words: ``unknown run time 3, no processors 1``
+    (reasons with none left out; empty when none was skipped)."""
+    return ", ".join(
+        f"{reason.replace('_', ' ')} {count:,}" for reason, count in skipped.items() if count
+    )
 
 
 def _plural(count: int, noun: str) -> str:
@@ -711,12 +738,7 @@ def _summary_rows(
         ),
         (
             "skipped by reason",
-            ", ".join(
-                f"{reason.replace('_', ' ')} {count:,}"
-                for reason, count in report.jobs_skipped_by_reason.items()
-                if count
-            )
-            or "none",
+            _by_reason(report.jobs_skipped_by_reason) or "none",
         ),
         (
             "wait mean / median / max",
@@ -842,7 +864,7 @@ def simulate(args: argparse.Namespace) -> int:
     registry.pickers.get(args.policy)
     queues = _load_queues(args.queues)
     workload, source = _load_workload(args)
-    _check_queue_file(args.queues, queues, workload)
+    _check_queue_file(args.queues, queues, workload, registry)
     try:
         result = _run(args, workload, source, registry, queues)
     except OSError as exc:
@@ -880,7 +902,7 @@ def emulate_command(args: argparse.Namespace) -> int:
     registry.pickers.get(args.policy)
     queues = _load_queues(args.queues)
     workload, source = _load_workload(args)
-    _check_queue_file(args.queues, queues, workload)
+    _check_queue_file(args.queues, queues, workload, registry)
     config = checked_config(workload, args.policy, queues, registry, **_backfill_options(args))
     hosts = host_specs(workload.hosts, workload.slots_per_host, workload.host_mem_mb)
     emulator = LiveEmulator(workload.jobs, hosts, config, nats_url=args.nats, speed=args.speed)
@@ -988,7 +1010,8 @@ def replay_command(args: argparse.Namespace) -> int:
         ("wall time", f"{result.wall_s:.2f} s"),
     ]
     if args.sim_verify:
-        rows.append(("verification", f"{result.mismatch_count:,} mismatches"))
+        count = result.mismatch_count
+        rows.append(("verification", f"{count:,} mismatch" + ("" if count == 1 else "es")))
     for name, value in rows:
         table.add_row(name, value)
     console.print(table)
@@ -1153,7 +1176,7 @@ def events_command(args: argparse.Namespace) -> int:
     registry.pickers.get(args.policy)
     queues = _load_queues(args.queues)
     workload, source = _load_workload(args)
-    _check_queue_file(args.queues, queues, workload)
+    _check_queue_file(args.queues, queues, workload, registry)
     config = checked_config(workload, args.policy, queues, registry, **_backfill_options(args))
     with _writing("--out", args.out):
         summary = write_event_file(workload, config, args.out)
