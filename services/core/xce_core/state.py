@@ -29,7 +29,7 @@ from xce_schemas import (
 from xce_core.alloc.free_index import FreeSlotIndex
 from xce_core.alloc.outcome import FOREVER, Reservation
 from xce_core.resreq.model import EMPTY, Resreq, ResreqError
-from xce_core.runtime import effective_run_limit_s
+from xce_core.runtime import NS, effective_run_limit_s
 
 K = TypeVar("K")
 
@@ -479,7 +479,7 @@ class ClusterState:
         limit_s = effective_run_limit_s(job, self.queues.get(job.queue))
         deadline = FOREVER
         if limit_s is not None:
-            deadline = job.start_ts + job.suspended_ns + limit_s * 1_000_000_000
+            deadline = job.start_ts + job.suspended_ns + limit_s * NS
         self.deadline_of[job.jobid] = deadline
         self.deadlines.add((deadline, job.jobid, job))
 

@@ -74,6 +74,7 @@ from xce_driver.report import Report, backfill_label, write_jobs_csv
 from xce_driver.simulate import (
     QueueFileError,
     SimulationResult,
+    check_queue_spec,
     checked_config,
     emulation_report,
     host_specs,
@@ -658,8 +659,8 @@ def _check_queue_file(
 ) -> None:
     """Refuse a ``--queues`` file one of whose definitions names a picker, a
     preemption policy or a queue to preempt that does not exist, naming the file,
-    entry and field (``simulate.checked_config`` checks the same of the merged
-    queues, without knowing which came from the file); or that would change
+    entry and field (``simulate.check_queue_spec``, which ``checked_config`` runs
+    on the merged queues without knowing which came from the file); or that would change
     nothing: none of its definitions is the queue of a simulated job (a queue no
     job is in neither runs nor is preempted; one such definition beside others is
     kept, the README's "the others are added").
@@ -672,22 +673,10 @@ def _check_queue_file(
     where = f"--queues {printable(path)}"
     names = [*workload.queues, *(spec.name for spec in queues if spec.name not in workload.queues)]
     for index, spec in enumerate(queues):
-        plugins = (
-            ("job_pick_plugin", spec.job_pick_plugin, registry.pickers),
-            ("preempt_policy", spec.preempt_policy, registry.preempt_policies),
-        )
-        for field, name, known in plugins:
-            if name is not None:
-                try:
-                    known.get(name)
-                except ConfigError as exc:
-                    raise UserError(f"{where}: [{index}].{field}: {exc}") from None
-        for target_index, target in enumerate(spec.preemptible_queues):
-            if target not in names:
-                raise UserError(
-                    f"{where}: [{index}].preemptible_queues[{target_index}]: "
-                    f"queue {target!r} is defined nowhere (queues: {', '.join(names)})"
-                )
+        try:
+            check_queue_spec(spec, names, registry)
+        except (ConfigError, MappingError) as exc:
+            raise UserError(f"{where}: [{index}].{exc}") from None
     used = {job.queue for job in workload.jobs}
     if not any(spec.name in used for spec in queues):
         defined = ", ".join(repr(spec.name) for spec in queues) or "none"

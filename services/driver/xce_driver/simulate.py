@@ -166,6 +166,35 @@ def check_queues(workload: MappedWorkload, config: SchedulerConfig) -> None:
             )
 
 
+def check_queue_spec(spec: QueueSpec, names: Sequence[str], registry: PluginRegistry) -> None:
+    """Check one queue definition of a configuration whose queues are ``names``:
+    the picker and preemption policy it names are registered, and every queue it
+    may preempt is among ``names``. The message starts with the field at fault
+    (``job_pick_plugin: ...``, ``preemptible_queues[1]: ...``): the caller says
+    which definition.
+
+    Raises:
+        ConfigError: an unknown picker or preemption policy (the known ones listed).
+        MappingError: a queue to preempt that no definition gives.
+    """
+    plugins = (
+        ("job_pick_plugin", spec.job_pick_plugin, registry.pickers),
+        ("preempt_policy", spec.preempt_policy, registry.preempt_policies),
+    )
+    for field, name, known in plugins:
+        if name is not None:
+            try:
+                known.get(name)
+            except ConfigError as exc:
+                raise ConfigError(f"{field}: {exc}") from None
+    for index, target in enumerate(spec.preemptible_queues):
+        if target not in names:
+            raise MappingError(
+                f"preemptible_queues[{index}]: queue {target!r} is defined nowhere "
+                f"(queues: {', '.join(names)})"
+            )
+
+
 def checked_config(
     workload: MappedWorkload,
     policy: str,
@@ -192,18 +221,9 @@ def checked_config(
     names = [queue.name for queue in config.queues]
     for queue in config.queues:
         try:
-            if queue.job_pick_plugin is not None:
-                registry.pickers.get(queue.job_pick_plugin)
-            if queue.preempt_policy is not None:
-                registry.preempt_policies.get(queue.preempt_policy)
-        except ConfigError as exc:
-            raise ConfigError(f"queue {queue.name!r}: {exc}") from None
-        for index, target in enumerate(queue.preemptible_queues):
-            if target not in names:
-                raise MappingError(
-                    f"queue {queue.name!r}: preemptible_queues[{index}] names queue "
-                    f"{target!r}, which no queue definition gives (defined: {', '.join(names)})"
-                )
+            check_queue_spec(queue, names, registry)
+        except (ConfigError, MappingError) as exc:
+            raise type(exc)(f"queue {queue.name!r}: {exc}") from None
     return config
 
 
