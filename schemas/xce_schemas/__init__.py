@@ -2,10 +2,20 @@
 
 Pydantic v2 models of core events (Req 10 AC 4), decisions (Req 10 AC 5), allocation
 records and pending reasons (spec/alloc-equality.md), and recording lines (Req 10
-AC 15). Every model is frozen and rejects unknown fields.
+AC 15). Every model is frozen and rejects unknown fields. The allocation records are
+plain slotted classes that pydantic validates wherever they cross a boundary
+(``xce_schemas.alloc``).
 """
 
-from xce_schemas.alloc import SLOTS, UNTIL_JOB_END, Alloc, HostAlloc, JobAlloc
+from xce_schemas.alloc import (
+    JOB_ALLOC_ADAPTER,
+    SLOTS,
+    UNTIL_JOB_END,
+    Alloc,
+    HostAlloc,
+    JobAlloc,
+    parse_job_alloc,
+)
 from xce_schemas.decisions import (
     DECISION_OPS,
     SIGCONT,
@@ -72,6 +82,7 @@ from xce_schemas.windows import in_window, next_opening, parse_window
 __all__ = [
     "DECISION_OPS",
     "EVENT_TYPES",
+    "JOB_ALLOC_ADAPTER",
     "PENDING_TEXT",
     "RECORDING_VERSION",
     "SIGCONT",
@@ -131,6 +142,7 @@ __all__ = [
     "next_opening",
     "parse_decision",
     "parse_event",
+    "parse_job_alloc",
     "parse_recording_line",
     "parse_window",
     "pending_reason_diff",

@@ -2,13 +2,23 @@
 
 A job allocation lists, per host in allocation order, the resources the job holds
 there (``slots`` first), plus the cluster-wide shared resources (licences) it holds.
+
+The three record types are plain slotted classes (stdlib dataclasses), not pydantic
+models: the core builds one per host of every dispatch, the most objects it makes, and
+inside the process nothing needs checking (DESIGN "Plain objects inside, validation at
+the boundaries"). Pydantic still validates them wherever they cross a boundary: as a
+field of a wire model (``Dispatch.alloc``, a snapshot's job) read from JSON, or through
+``JOB_ALLOC_ADAPTER``. An instance given to a wire model is kept as it is, and its JSON
+is the same as that of the pydantic models these replaced, byte for byte (the fields in
+the same order, ``from`` for ``from_``). Nothing changes a record once built.
 """
 
 from __future__ import annotations
 
-from pydantic import ConfigDict, Field
+from dataclasses import dataclass
+from typing import Annotated, Any
 
-from xce_schemas.base import WireModel
+from pydantic import ConfigDict, Field, TypeAdapter
 
 #: The resource name under which slots are allocated on a host.
 SLOTS = "slots"
@@ -16,8 +26,13 @@ SLOTS = "slots"
 #: ``duration`` value meaning "held until the job ends".
 UNTIL_JOB_END = -1
 
+#: How pydantic reads and writes the records at a boundary: unknown fields refused,
+#: ``from`` on the wire (``from_`` accepted too).
+_WIRE = ConfigDict(extra="forbid", serialize_by_alias=True, validate_by_name=True)
 
-class Alloc(WireModel):
+
+@dataclass(slots=True, kw_only=True)
+class Alloc:
     """One resource held by a job: an ``xce_alloc_t`` (alloc-equality Req 1 AC 1).
 
     Attributes:
@@ -33,17 +48,18 @@ class Alloc(WireModel):
             allocation equality (alloc-equality Req 1 AC 4).
     """
 
-    model_config = ConfigDict(serialize_by_alias=True, validate_by_name=True)
+    __pydantic_config__ = _WIRE
 
-    name: str = Field(min_length=1)
+    name: Annotated[str, Field(min_length=1)]
     reserve: bool = False
     value: float
-    from_: int = Field(alias="from")
+    from_: Annotated[int, Field(alias="from")]
     duration: int = UNTIL_JOB_END
-    instid: int = Field(ge=0)
+    instid: Annotated[int, Field(ge=0)]
 
 
-class HostAlloc(WireModel):
+@dataclass(slots=True, kw_only=True)
+class HostAlloc:
     """The resources a job holds on one host: an ``xce_host_alloc_t``.
 
     Attributes:
@@ -51,11 +67,14 @@ class HostAlloc(WireModel):
         allocs: per-resource records in order (``slots`` first).
     """
 
-    host: str = Field(min_length=1)
+    __pydantic_config__ = _WIRE
+
+    host: Annotated[str, Field(min_length=1)]
     allocs: tuple[Alloc, ...]
 
 
-class JobAlloc(WireModel):
+@dataclass(slots=True, kw_only=True)
+class JobAlloc:
     """A whole job allocation: an ``xce_job_alloc_t``.
 
     Attributes:
@@ -64,7 +83,9 @@ class JobAlloc(WireModel):
         shared: cluster-wide shared resources (licences) held, in order.
     """
 
-    jobid: int = Field(ge=0)
+    __pydantic_config__ = _WIRE
+
+    jobid: Annotated[int, Field(ge=0)]
     hosts: tuple[HostAlloc, ...]
     shared: tuple[Alloc, ...] = ()
 
@@ -76,3 +97,17 @@ class JobAlloc(WireModel):
                 if alloc.name == SLOTS:
                     held[host.host] = held.get(host.host, 0) + int(alloc.value)
         return held
+
+
+#: Validates and serialises a job allocation where it crosses a boundary on its own.
+JOB_ALLOC_ADAPTER: TypeAdapter[JobAlloc] = TypeAdapter(JobAlloc)
+
+
+def parse_job_alloc(data: Any) -> JobAlloc:
+    """Validate a decoded JSON object (or another ``JobAlloc``'s fields) as a job
+    allocation.
+
+    Raises:
+        pydantic.ValidationError: naming the offending field (``hosts.0.allocs.0.from``).
+    """
+    return JOB_ALLOC_ADAPTER.validate_python(data)

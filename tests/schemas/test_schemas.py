@@ -8,12 +8,15 @@ import pytest
 from pydantic import ValidationError
 from xce_schemas import (
     EVENT_TYPES,
+    JOB_ALLOC_ADAPTER,
     Alloc,
     Dispatch,
+    HostAlloc,
     JobAlloc,
     PendingReason,
     parse_decision,
     parse_event,
+    parse_job_alloc,
     parse_recording_line,
 )
 from xce_schemas.export import schema_texts
@@ -61,18 +64,43 @@ def test_eleven_event_types_in_spec_order() -> None:
 
 def test_alloc_from_is_written_as_from_and_read_back() -> None:
     alloc = Alloc(name="slots", value=2.0, from_=1_700_000_000, instid=3)
-    text = alloc.model_dump_json()
-    assert '"from":1700000000' in text and "from_" not in text
-    assert Alloc.model_validate_json(text) == alloc
+    job_alloc = JobAlloc(jobid=1, hosts=(HostAlloc(host="h1", allocs=(alloc,)),))
+    text = JOB_ALLOC_ADAPTER.dump_json(job_alloc)
+    assert b'"from":1700000000' in text and b"from_" not in text
+    assert JOB_ALLOC_ADAPTER.validate_json(text) == job_alloc
+
+
+def test_alloc_records_are_validated_at_the_boundary() -> None:
+    # Plain objects inside the process; read from JSON, every field is checked.
+    good = {"name": "slots", "value": 1, "from": 5, "instid": 1}
+    parsed = parse_job_alloc({"jobid": 7, "hosts": [{"host": "h1", "allocs": [good]}]})
+    assert parsed.hosts[0].allocs[0] == Alloc(name="slots", value=1.0, from_=5, instid=1)
+    assert isinstance(parsed.hosts, tuple) and isinstance(parsed.hosts[0].allocs, tuple)
+    for bad, field in (
+        ({**good, "instid": -1}, "hosts.0.allocs.0.instid"),
+        ({**good, "name": ""}, "hosts.0.allocs.0.name"),
+        ({**good, "bogus": 1}, "hosts.0.allocs.0.bogus"),
+    ):
+        with pytest.raises(ValidationError) as caught:
+            parse_job_alloc({"jobid": 7, "hosts": [{"host": "h1", "allocs": [bad]}]})
+        assert caught.value.errors()[0]["loc"] == tuple(
+            int(part) if part.isdigit() else part for part in field.split(".")
+        )
+    with pytest.raises(ValidationError):
+        Dispatch.model_validate(
+            {"ts": 1, "jobid": 7, "alloc": {"jobid": 7, "hosts": [{"host": "", "allocs": []}]}}
+        )
 
 
 def test_decision_and_recording_lines_parse() -> None:
-    alloc = JobAlloc(
-        jobid=7,
-        hosts=(
-            {"host": "h1", "allocs": ({"name": "slots", "value": 1.0, "from": 5, "instid": 1},)},
-        ),
-    )  # type: ignore[arg-type]
+    alloc = parse_job_alloc(
+        {
+            "jobid": 7,
+            "hosts": [
+                {"host": "h1", "allocs": [{"name": "slots", "value": 1.0, "from": 5, "instid": 1}]}
+            ],
+        }
+    )
     decision = Dispatch(ts=5 * 10**9, jobid=7, alloc=alloc)
     assert parse_decision(decision.model_dump(mode="json", by_alias=True)) == decision
     line = parse_recording_line(

@@ -377,18 +377,23 @@ class ClusterState:
         self._apply(alloc, skip, -1)
 
     def _apply(self, alloc: JobAlloc, skip: frozenset[tuple[int, int]], sign: int) -> None:
+        # The walk of ``entries``, written out: it runs twice for every job (start
+        # and stop) over every host it holds, so no tuple is made per record.
+        hosts = self.hosts
         touched: dict[str, Host] = {}
-        for key, where, item in entries(alloc):
-            if key in skip:
-                continue
-            if where is None:
+        for h, host_alloc in enumerate(alloc.hosts):
+            where = host_alloc.host
+            host = touched[where] = hosts[where]
+            for a, item in enumerate(host_alloc.allocs):
+                if skip and (h, a) in skip:
+                    continue
+                if item.name == SLOTS:
+                    host.used += sign * int(item.value)
+                else:
+                    _add(host.reserved, item.name, sign * item.value)
+        for a, item in enumerate(alloc.shared):
+            if not (skip and (-1, a) in skip):
                 _add(self.shared_in_use, item.name, sign * item.value)
-                continue
-            host = touched[where] = self.hosts[where]
-            if item.name == SLOTS:
-                host.used += sign * int(item.value)
-            else:
-                _add(host.reserved, item.name, sign * item.value)
         for host in touched.values():
             self._reindex(host)
 
@@ -429,7 +434,12 @@ class ClusterState:
         job.suspended_ns = 0
         self.charge(job, 1)
         self.preemptions.pop(job.jobid, None)
-        ends = {item.from_ + item.duration for _, _, item in entries(alloc) if item.duration >= 0}
+        ends = {
+            item.from_ + item.duration
+            for records in (*(host.allocs for host in alloc.hosts), alloc.shared)
+            for item in records
+            if item.duration >= 0
+        }
         for end in sorted(ends):
             self.expiries.add((end, job.jobid))
 

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from xce_schemas import SLOTS, UNTIL_JOB_END, JobAlloc
+from xce_schemas import SLOTS, UNTIL_JOB_END, Alloc, HostAlloc, JobAlloc
 
-from xce_core.alloc.outcome import Placement
+from xce_core.alloc.outcome import Placement, RusageHold
 
 
 def build_records(
@@ -15,9 +15,11 @@ def build_records(
     """The allocation records of ``placement``: per host a slots record and one per
     reservation there, then one per shared reservation.
 
-    The records are validated as one document, in one call into pydantic's
-    validator, not one model at a time: the same models, in half the time (a
-    dispatch's records are the most objects the core builds).
+    The records are plain slotted objects, built without validation: everything in
+    them comes from the core's own state (a placement of hosts it holds, amounts its
+    parser checked), and pydantic checks them only where they cross a boundary
+    (``xce_schemas.alloc``). A dispatch's records are the most objects the core
+    builds: one host record and one slots record per host.
 
     Args:
         jobid: the job placed.
@@ -27,27 +29,29 @@ def build_records(
         next_instid: gives each record a new instance id.
     """
 
-    def record(name: str, value: float, duration: int) -> dict[str, object]:
-        return {
-            "name": name,
-            "value": value,
-            "from": from_s,
-            "duration": duration,
-            "instid": next_instid(),
-        }
+    def record(held: RusageHold) -> Alloc:
+        name, amount, duration = held
+        # float(): an amount the parser kept whole is written 2.0, as the wire has it.
+        return Alloc(
+            name=name, value=float(amount), from_=from_s, duration=duration, instid=next_instid()
+        )
 
-    hosts = [
-        {
-            "host": host.name,
-            "allocs": [
-                record(SLOTS, float(slots), UNTIL_JOB_END),
-                *[record(*reservation) for reservation in reservations],
-            ],
-        }
+    hosts = tuple(
+        HostAlloc(
+            host=host.name,
+            allocs=(
+                Alloc(
+                    name=SLOTS,
+                    value=float(slots),
+                    from_=from_s,
+                    duration=UNTIL_JOB_END,
+                    instid=next_instid(),
+                ),
+                *[record(held) for held in reservations],
+            ),
+        )
         for host, slots, reservations in placement.shares
-    ]
-    shared = [record(*reservation) for reservation in placement.shared]
-    return _validate({"jobid": jobid, "hosts": hosts, "shared": shared})
-
-
-_validate: Callable[[dict[str, object]], JobAlloc] = JobAlloc.model_validate
+    )
+    return JobAlloc(
+        jobid=jobid, hosts=hosts, shared=tuple(record(held) for held in placement.shared)
+    )
