@@ -539,7 +539,9 @@ class ClusterState:
 
     def _reindex(self, host: Host) -> None:
         host.values = None
-        self.free_index.update(host.position, host.usable_free)
+        # ``host.usable_free``, inlined: this runs for every host a job takes or frees.
+        free = host.slots - host.used if host.status is HostStatus.OK else 0
+        self.free_index.update(host.position, free)
 
 
 def _jobid_of(entry: tuple[int, int, Job]) -> int:

@@ -28,3 +28,22 @@ def test_index_answers_as_a_scan_of_every_host_would(changes: list[tuple[int, in
             assert index.count_at_least(want) == len(expected)
             assert list(index.positions_at_least(want)) == expected
     assert [index.free_of(p) for p in range(12)] == free
+
+
+@settings(max_examples=200, deadline=None)
+@given(updates, updates)
+def test_index_asked_late_answers_as_a_scan(
+    first: list[tuple[int, int]], then: list[tuple[int, int]]
+) -> None:
+    """Asked only after a series of updates (the list of every held host is made
+    then, from the buckets), and again after more, it still answers as a scan."""
+    index = FreeSlotIndex()
+    free = [0] * 12
+    for changes in (first, then):
+        for position, slots in changes:
+            index.update(position, slots)
+            free[position] = slots
+        for want in range(1, 8):
+            expected = [p for p, f in enumerate(free) if f >= want]
+            assert index.count_at_least(want) == len(expected)
+            assert list(index.positions_at_least(want)) == expected

@@ -26,19 +26,23 @@ class FreeSlotIndex:
     ``free >= 1`` are held. The caller keeps it in step with every change of a
     host's free slots through ``update``.
 
-    Besides the buckets, every held position is also in one sorted list: a request
-    that any held host can take (one slot, or no more than the fewest free slots
-    held) is answered from it in O(1) (the count) and without merging buckets (the
-    hosts in order). That is the common case: most jobs ask for one slot.
+    Besides the buckets, every held position is also in one sorted list, ``_any``: a
+    request that any held host can take (one slot, or no more than the fewest free
+    slots held) is answered from it in O(1) (the count) and without merging buckets
+    (the hosts in order). That is the common case: most jobs ask for one slot. The
+    list is a cache made the first time hosts of two free counts are held: while
+    every held host has the same count (a cluster of one-slot hosts, always) the one
+    bucket is that list, and each update moves a position in one sorted list, not two.
     """
 
-    __slots__ = ("_any", "_buckets", "_free", "_preferred", "_total")
+    __slots__ = ("_any", "_buckets", "_free", "_held", "_preferred", "_total")
 
     def __init__(self) -> None:
         self._buckets: SortedDict = SortedDict()  # free slots → SortedList of positions
-        self._any: SortedList = SortedList()  # every position with free >= 1
+        self._any: SortedList | None = None  # every position with free >= 1, once made
         self._free: list[int] = []  # by position; dense, since positions are 0, 1, ...
         self._total = 0
+        self._held = 0  # positions with free >= 1
         self._preferred: tuple[int, ...] = ()
 
     def prefer(self, positions: tuple[int, ...]) -> None:
@@ -58,27 +62,36 @@ class FreeSlotIndex:
 
     def update(self, position: int, free: int) -> None:
         """Record that the host at ``position`` now has ``free`` usable slots (≥ 0)."""
-        if position >= len(self._free):
-            self._free.extend([0] * (position + 1 - len(self._free)))
-        old = self._free[position]
+        frees = self._free
+        try:
+            old = frees[position]
+        except IndexError:
+            frees.extend([0] * (position + 1 - len(frees)))
+            old = 0
         if old == free:
             return
-        self._free[position] = free
+        frees[position] = free
+        self._total += free - old
+        buckets = self._buckets
+        every = self._any
         if old:
-            bucket = self._buckets[old]
+            bucket = buckets[old]
             bucket.remove(position)
             if not bucket:
-                del self._buckets[old]
+                del buckets[old]
             if not free:
-                self._any.remove(position)
+                self._held -= 1
+                if every is not None:
+                    every.remove(position)
         if free > 0:
-            bucket = self._buckets.get(free)
+            bucket = buckets.get(free)
             if bucket is None:
-                bucket = self._buckets[free] = SortedList()
+                bucket = buckets[free] = SortedList()
             bucket.add(position)
             if not old:
-                self._any.add(position)
-        self._total += free - old
+                self._held += 1
+                if every is not None:
+                    every.add(position)
 
     def _all_qualify(self, slots: int) -> bool:
         """Whether every indexed host has at least ``slots`` free."""
@@ -87,7 +100,7 @@ class FreeSlotIndex:
     def count_at_least(self, slots: int) -> int:
         """How many hosts have at least ``slots`` free (``slots`` ≥ 1)."""
         if self._all_qualify(slots):
-            return len(self._any)
+            return self._held
         buckets = self._buckets
         return sum(len(buckets[free]) for free in buckets.irange(minimum=slots))
 
@@ -98,14 +111,19 @@ class FreeSlotIndex:
         """
         if self._preferred:
             return self._preferred_first(slots)
+        buckets = self._buckets
+        if len(buckets) == 1 and slots <= buckets.peekitem(0)[0]:
+            return iter(buckets.peekitem(0)[1])
         if self._all_qualify(slots):
+            if self._any is None:
+                self._any = SortedList(p for bucket in buckets.values() for p in bucket)
             return iter(self._any)
-        buckets: list[Iterator[int]] = [
-            iter(self._buckets[free]) for free in self._buckets.irange(minimum=slots)
+        merged: list[Iterator[int]] = [
+            iter(buckets[free]) for free in buckets.irange(minimum=slots)
         ]
-        if len(buckets) == 1:
-            return buckets[0]
-        return heapq.merge(*buckets)
+        if len(merged) == 1:
+            return merged[0]
+        return heapq.merge(*merged)
 
     def _preferred_first(self, slots: int) -> Iterator[int]:
         preferred = self._preferred
