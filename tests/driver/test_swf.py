@@ -16,6 +16,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from xce_driver.workloads.swf import (
     SWF_FIELDS,
     SwfError,
@@ -664,3 +666,45 @@ def test_the_trace_fixtures_skip_per_file(
         assert skipped.value.msg == (
             "nosuch.swf is absent from ../shared/workloads (traces are not shipped with the repo)"
         )
+
+
+# --- the one-call path for plain records ----------------------------------------------
+
+#: A field as the archive's logs mostly write it, and the rarer forms the field-by-field
+#: path takes or refuses (leading zeros, long digit runs, "12.0" in an integral field,
+#: exponents, a leading "+", words).
+_PLAIN_FIELD = st.one_of(
+    st.sampled_from(["-1", "0", "1"]),
+    st.integers(-1, 10**9).map(str),
+    st.builds(lambda a, b: f"{a}.{b}", st.integers(-5, 10**6), st.integers(0, 99)),
+)
+_RARE_FIELD = st.one_of(
+    st.integers(10**29, 10**31).map(str),
+    st.sampled_from(["007", "-0", "12.0", "1e3", "+4", "abc", "1.5e400", "-", "-12"]),
+)
+
+
+@st.composite
+def _record_text(draw: st.DrawFn) -> str:
+    """18 fields (sometimes 17 or 19), each plain, a few of them rare."""
+    count = draw(st.sampled_from([18] * 8 + [17, 19]))
+    fields = [draw(_PLAIN_FIELD) for _ in range(count)]
+    for _ in range(draw(st.integers(0, 2))):
+        fields[draw(st.integers(0, count - 1))] = draw(_RARE_FIELD)
+    return draw(st.sampled_from([" ", "  ", "\t"])).join(fields)
+
+
+@settings(max_examples=500, deadline=None)
+@given(_record_text())
+def test_plain_records_parse_as_field_by_field(text: str) -> None:
+    """A line read in one call gives what the field-by-field path gives it (a leading
+    space sends a line down that path): the same values of the same types, and the
+    same errors."""
+
+    def outcome(line: str) -> str:
+        try:
+            return repr(parse_record(line, where="t.swf:3"))
+        except SwfError as exc:
+            return str(exc)
+
+    assert outcome(text) == outcome(" " + text)

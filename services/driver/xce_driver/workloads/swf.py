@@ -98,6 +98,21 @@ _DECIMAL = re.compile(r"-?[0-9]+(?:\.[0-9]+)?(?:[eE][-+]?[0-9]+)?")
 #: Integers with more digits than this are refused (every ceiling is far below).
 MAX_DIGITS = 30
 
+#: A whole record whose every field is in its plainest form (an integer of at most
+#: ``MAX_DIGITS`` digits; a fractional field without exponent), matched in one call:
+#: almost every line of the archive's logs. Any other line takes the field-by-field
+#: path, which accepts the rarer forms and names what is wrong.
+_PLAIN_RECORD = re.compile(
+    r"\s+".join(
+        rf"(-?[0-9]{{1,{MAX_DIGITS}}}(?:\.[0-9]+)?)"
+        if name in _FLOAT_FIELDS
+        else rf"(-?[0-9]{{1,{MAX_DIGITS}}})"
+        for name in SWF_FIELDS
+    )
+)
+#: Whether each field (in ``SWF_FIELDS`` order) is fractional.
+_FRACTIONAL = tuple(name in _FLOAT_FIELDS for name in SWF_FIELDS)
+
 
 def show_text(text: str, limit: int = 40) -> str:
     """``repr(text)``, cut to ``limit`` characters (and an ellipsis) so that an error
@@ -262,6 +277,15 @@ def parse_record(text: str, *, where: str, line: int | None = None) -> SwfRecord
     if line is None:
         tail = where.rpartition(":")[2]
         line = int(tail) if tail.isascii() and tail.isdigit() else 0
+    plain = _PLAIN_RECORD.fullmatch(text)
+    if plain is not None and plain[1][0] != "-":
+        return SwfRecord(
+            *[
+                float(raw) if fractional else int(raw)
+                for raw, fractional in zip(plain.groups(), _FRACTIONAL, strict=True)
+            ],  # type: ignore[arg-type]
+            line=line,
+        )
     parts = text.split()
     if len(parts) != len(SWF_FIELDS):
         raise SwfError(f"{where}: expected 18 fields, found {len(parts)}")
