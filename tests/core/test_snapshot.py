@@ -46,7 +46,12 @@ def fingerprint(value: Any, depth: int = 0) -> Any:
             if not f.metadata.get("cache")
         }
     if hasattr(value, "__slots__") and not hasattr(value, "model_dump"):
-        return {name: fingerprint(getattr(value, name), depth + 1) for name in value.__slots__}
+        caches = getattr(type(value), "CACHE_SLOTS", frozenset())
+        return {
+            name: fingerprint(getattr(value, name), depth + 1)
+            for name in value.__slots__
+            if name not in caches
+        }
     if isinstance(value, Mapping):
         return [(fingerprint(k, depth + 1), fingerprint(v, depth + 1)) for k, v in value.items()]
     if isinstance(value, list | tuple):

@@ -741,12 +741,11 @@ class SchedCore:
     def _records(self, jobid: int, placement: Placement, session: SessionState) -> JobAlloc:
         """The allocation records of a placement, numbered from the core's instance
         counter and stamped with the session's ``from``."""
-        return build_records(jobid, placement, session.from_s, self._next_instid)
-
-    def _next_instid(self) -> int:
-        instid = self.state.next_instid
-        self.state.next_instid += 1
-        return instid
+        state = self.state
+        alloc, state.next_instid = build_records(
+            jobid, placement, session.from_s, state.next_instid
+        )
+        return alloc
 
     def _expire_reservations(self, now_s: int) -> None:
         """Give back the reservations whose ``rusage`` duration is over (s)."""

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import heapq
 from collections.abc import Iterator
+from typing import ClassVar
 
 from sortedcontainers import SortedDict, SortedList
 
@@ -36,6 +37,10 @@ class FreeSlotIndex:
     """
 
     __slots__ = ("_any", "_buckets", "_free", "_held", "_preferred", "_total")
+
+    #: Slots that only cache what the others hold, as ``CACHE`` marks a state
+    #: dataclass's fields: not state, so a copy may have them made or not.
+    CACHE_SLOTS: ClassVar[frozenset[str]] = frozenset({"_any"})
 
     def __init__(self) -> None:
         self._buckets: SortedDict = SortedDict()  # free slots → SortedList of positions

@@ -78,7 +78,7 @@ class Planner:
         self.state = state
         self.now = now
         self._ends = ends
-        self._instids = iter(range(1, 1 << 62))
+        self._next_instid = 1  # the plan's own records' ids: unique, never seen
         # Plain requests on one-slot hosts are planned by counting (``_Counted``).
         self._counted = None if state.multi_slot_hosts else _Counted(state, frees)
         if self._counted is not None:
@@ -164,7 +164,8 @@ class Planner:
                 state.take_slots(state.hosts[name], slots)
 
     def _build(self, placement: Placement) -> JobAlloc:
-        return build_records(0, placement, 0, self._instids.__next__)
+        alloc, self._next_instid = build_records(0, placement, 0, self._next_instid)
+        return alloc
 
 
 class _Window:

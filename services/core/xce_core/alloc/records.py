@@ -2,18 +2,17 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
-
 from xce_schemas import SLOTS, UNTIL_JOB_END, Alloc, HostAlloc, JobAlloc
 
 from xce_core.alloc.outcome import Placement, RusageHold
 
 
 def build_records(
-    jobid: int, placement: Placement, from_s: int, next_instid: Callable[[], int]
-) -> JobAlloc:
+    jobid: int, placement: Placement, from_s: int, first_instid: int
+) -> tuple[JobAlloc, int]:
     """The allocation records of ``placement``: per host a slots record and one per
-    reservation there, then one per shared reservation.
+    reservation there, then one per shared reservation; their instance ids run from
+    ``first_instid`` on, in that order.
 
     The records are plain slotted objects, built without validation: everything in
     them comes from the core's own state (a placement of hosts it holds, amounts its
@@ -26,32 +25,36 @@ def build_records(
         placement: where its tasks go and what it reserves.
         from_s: the session start, whole seconds (alloc-equality Req 4), stamped on
             every record.
-        next_instid: gives each record a new instance id.
+        first_instid: the instance id of the first record.
+
+    Returns:
+        The allocation, and the instance id after its last record's (the counter's
+        next value).
     """
-
-    def record(held: RusageHold) -> Alloc:
-        name, amount, duration = held
-        # float(): an amount the parser kept whole is written 2.0, as the wire has it.
-        return Alloc(
-            name=name, value=float(amount), from_=from_s, duration=duration, instid=next_instid()
+    instid = first_instid
+    hosts = []
+    for host, slots, reservations in placement.shares:
+        slots_record = Alloc(
+            name=SLOTS, value=float(slots), from_=from_s, duration=UNTIL_JOB_END, instid=instid
         )
+        instid += 1
+        if reservations:
+            held = _held(reservations, from_s, instid)
+            instid += len(held)
+            allocs: tuple[Alloc, ...] = (slots_record, *held)
+        else:
+            allocs = (slots_record,)
+        hosts.append(HostAlloc(host=host.name, allocs=allocs))
+    shared = _held(placement.shared, from_s, instid)
+    return JobAlloc(jobid=jobid, hosts=tuple(hosts), shared=shared), instid + len(shared)
 
-    hosts = tuple(
-        HostAlloc(
-            host=host.name,
-            allocs=(
-                Alloc(
-                    name=SLOTS,
-                    value=float(slots),
-                    from_=from_s,
-                    duration=UNTIL_JOB_END,
-                    instid=next_instid(),
-                ),
-                *[record(held) for held in reservations],
-            ),
-        )
-        for host, slots, reservations in placement.shares
-    )
-    return JobAlloc(
-        jobid=jobid, hosts=hosts, shared=tuple(record(held) for held in placement.shared)
+
+def _held(
+    reservations: tuple[RusageHold, ...], from_s: int, first_instid: int
+) -> tuple[Alloc, ...]:
+    """One record per reservation, instance ids from ``first_instid`` on. The amount
+    is a float (``2.0``, as the wire writes it) even where the parser kept it whole."""
+    return tuple(
+        Alloc(name=name, value=float(amount), from_=from_s, duration=duration, instid=instid)
+        for instid, (name, amount, duration) in enumerate(reservations, first_instid)
     )

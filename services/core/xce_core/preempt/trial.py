@@ -75,7 +75,7 @@ class Trial:
                 copy.take_slots(twin, host.used)
         copy.capacity = state.capacity  # a job larger than the cluster stays so
         self._released: set[int] = set()
-        self._instids = iter(range(1, 1 << 62))
+        self._next_instid = 1  # the trial's own records' ids: unique, never seen
 
     def _set(self, victims: Iterable[int]) -> None:
         """Make the copy show exactly ``victims`` released."""
@@ -108,7 +108,8 @@ class Trial:
         return False
 
     def _build(self, placement: Placement) -> JobAlloc:
-        return build_records(self.job.jobid, placement, 0, self._instids.__next__)
+        alloc, self._next_instid = build_records(self.job.jobid, placement, 0, self._next_instid)
+        return alloc
 
     def useful(self, victim: Job, shared: frozenset[str]) -> bool:
         """Whether ``victim`` holds something the preemptor could use: a share of a

@@ -279,13 +279,11 @@ def parse_record(text: str, *, where: str, line: int | None = None) -> SwfRecord
         line = int(tail) if tail.isascii() and tail.isdigit() else 0
     plain = _PLAIN_RECORD.fullmatch(text)
     if plain is not None and plain[1][0] != "-":
-        return SwfRecord(
-            *[
-                float(raw) if fractional else int(raw)
-                for raw, fractional in zip(plain.groups(), _FRACTIONAL, strict=True)
-            ],  # type: ignore[arg-type]
-            line=line,
-        )
+        fields = [
+            float(raw) if fractional else int(raw)
+            for raw, fractional in zip(plain.groups(), _FRACTIONAL, strict=True)
+        ]
+        return SwfRecord(*fields, line=line)  # type: ignore[arg-type, misc]
     parts = text.split()
     if len(parts) != len(SWF_FIELDS):
         raise SwfError(f"{where}: expected 18 fields, found {len(parts)}")
