@@ -58,8 +58,19 @@ class SlotHostIter:
         self._positions = None
 
     def __iter__(self) -> Iterator[HostInfo]:
-        while (host := self.next()) is not None:
-            yield host
+        # ``next()`` written out (this walks every host a job takes), step for step:
+        # the same hosts, cancellation points and count; ``close()`` ends it.
+        positions, hosts, check_cancel = self._positions, self._hosts, self._check_cancel
+        if positions is None:
+            return
+        while self._positions is not None:
+            check_cancel()
+            position = next(positions, None)
+            if position is None:
+                self._positions = None
+                return
+            self.evaluated += 1
+            yield hosts[position]
 
 
 _: type[HostIter] = SlotHostIter
