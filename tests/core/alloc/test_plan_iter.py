@@ -118,3 +118,15 @@ def test_seqjob_has_one_plan() -> None:
 def test_zero_tasks_is_refused() -> None:
     with pytest.raises(ValueError, match="at least one task"):
         ParPlanIter(0)
+
+
+@given(st.integers(1, 400), st.integers(-2, 450))
+def test_a_largest_share_leaves_out_exactly_the_plans_no_host_can_take(
+    tasks: int, largest: int
+) -> None:
+    """With the most free slots any host has, the sequence is the full one less the
+    plans of more slots per host (which could not fit), in the same order."""
+    full = plans(ParPlanIter(tasks))
+    bound = max(1, largest)
+    expected = [plan for plan in full if plan == PACKED or plan[1] <= bound]
+    assert plans(ParPlanIter(tasks, largest)) == expected

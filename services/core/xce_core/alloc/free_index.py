@@ -61,6 +61,11 @@ class FreeSlotIndex:
         """Free slots summed over every indexed host (slots)."""
         return self._total
 
+    @property
+    def most_free(self) -> int:
+        """The most free slots any indexed host has (0 when none has any)."""
+        return self._buckets.peekitem(-1)[0] if self._buckets else 0
+
     def free_of(self, position: int) -> int:
         """The indexed free slots of the host at ``position`` (0 when not indexed)."""
         return self._free[position] if position < len(self._free) else 0

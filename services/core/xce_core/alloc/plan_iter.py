@@ -50,16 +50,22 @@ class ParPlanIter:
     last one in O(1): from m, the next distinct value is ⌈N/k⌉ at the first k with
     ⌈N/k⌉ < m, k = ⌈N/(m − 1)⌉. At most ~2√N + 1 plans are made for N tasks.
 
+    With ``largest_share`` (the most free slots any host has), the plans of more
+    slots per host are not made: no host could take their first share, so none of
+    them could fit, and the first plan made is the largest m ≤ ``largest_share`` of
+    the sequence, ⌈N/⌈N/largest_share⌉⌉. The rest of the sequence is the same.
+
     Raises:
         ValueError: ``tasks`` < 1.
     """
 
-    __slots__ = ("_per_host", "_tasks")
+    __slots__ = ("_largest", "_per_host", "_tasks")
 
-    def __init__(self, tasks: int) -> None:
+    def __init__(self, tasks: int, largest_share: int | None = None) -> None:
         if tasks < 1:
             raise ValueError(f"a plan needs at least one task, not {tasks}")
         self._tasks = tasks
+        self._largest = tasks if largest_share is None else max(1, min(largest_share, tasks))
         # Slots per host of the last plan made: 0 before the first, then N … 1;
         # -1 once the packed plan was made (or none is left).
         self._per_host = 0
@@ -71,7 +77,7 @@ class ParPlanIter:
             # ⌈N/k⌉ ≤ m − 1 ⟺ k ≥ N/(m − 1): jump straight to that k.
             per_host = -(-tasks // -(-tasks // (last - 1)))
         elif last == 0:
-            per_host = tasks
+            per_host = -(-tasks // -(-tasks // self._largest))
         elif last == 1 and tasks > 1:
             self._per_host = -1
             return AllocPlan(1, tasks, tasks, packed=True)

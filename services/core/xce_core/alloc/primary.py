@@ -86,8 +86,8 @@ class SeqJob:
 
     name: ClassVar[str] = "seqjob"
 
-    def plans(self, tasks: int) -> AllocPlanIter:
-        """The single plan 1 host × 1 slot."""
+    def plans(self, tasks: int, largest_share: int | None = None) -> AllocPlanIter:
+        """The single plan 1 host × 1 slot (``largest_share`` changes nothing)."""
         return SinglePlanIter()
 
 
@@ -96,16 +96,17 @@ class ParJob:
 
     name: ClassVar[str] = "parjob"
 
-    def plans(self, tasks: int) -> AllocPlanIter:
-        """The combinatorial plan sequence for ``tasks`` slots."""
-        return ParPlanIter(tasks)
+    def plans(self, tasks: int, largest_share: int | None = None) -> AllocPlanIter:
+        """The combinatorial plan sequence for ``tasks`` slots, less the plans of
+        shares over ``largest_share`` (``ParPlanIter``)."""
+        return ParPlanIter(tasks, largest_share)
 
 
 SEQJOB = SeqJob()
 PARJOB = ParJob()
 
 
-def allocator_for(tasks: int) -> Allocator:
+def allocator_for(tasks: int) -> SeqJob | ParJob:
     """``seqjob`` for one task, ``parjob`` for more (the spec's routing by maxTasks)."""
     return SEQJOB if tasks == 1 else PARJOB
 
@@ -136,12 +137,22 @@ def span_plan(primary: Primary, tasks: int) -> AllocPlan | None:
     return None
 
 
-def plans_for(primary: Primary, tasks: int, allocator: Allocator | None = None) -> AllocPlanIter:
-    """The plan iterator of a primary: its ``span[]`` shape, else the allocator's."""
+def plans_for(
+    primary: Primary,
+    tasks: int,
+    allocator: Allocator | None = None,
+    largest_share: int | None = None,
+) -> AllocPlanIter:
+    """The plan iterator of a primary: its ``span[]`` shape, else the allocator's.
+    The built-in allocators make no plan of shares over ``largest_share`` (the most
+    free slots a host has): such a plan cannot fit (``_plan_fits_index`` refuses
+    it), and making and refusing them was most of a large job's placement."""
     shape = span_plan(primary, tasks)
     if shape is not None:
         return SinglePlanIter(shape)
-    return (allocator or allocator_for(tasks)).plans(tasks)
+    if allocator is None:
+        return allocator_for(tasks).plans(tasks, largest_share)
+    return allocator.plans(tasks)
 
 
 def _plan_fits_index(plan: AllocPlan, index: FreeSlotIndex) -> bool:
@@ -453,7 +464,7 @@ def allocate_primary(
         # Too few free slots now, so no plan can fit; but a select that no host
         # passes (say) blocks the job as much on an idle cluster: diagnose decides.
         return diagnose(request, state, memo)
-    plans = plans_for(primary, tasks, allocator)
+    plans = plans_for(primary, tasks, allocator, index.most_free)
     most = request.most if request.host_usages else None
     try:
         while (plan := plans.next()) is not None:
@@ -558,7 +569,7 @@ def _plain(
     Without ``span[]`` the last plan (packed) fits whenever the free slots add up
     to the tasks, so only a ``span[]`` shape (or another allocator's plans) can fail.
     """
-    plans = plans_for(primary, tasks, allocator)
+    plans = plans_for(primary, tasks, allocator, index.most_free)
     try:
         while (plan := plans.next()) is not None:
             check_cancel()
