@@ -268,17 +268,20 @@ class SchedCore:
                 nothing changed.
             ConfigError: a configuration names an unknown plugin; nothing changed.
         """
-        if isinstance(event, Mapping):
+        # An event model first: the common case, and a cheaper test than the
+        # abstract ``Mapping``'s.
+        if not isinstance(event, EVENT_CLASSES):
+            if not isinstance(event, Mapping):
+                raise EventError(
+                    "event rejected: expected an event model or a JSON object, "
+                    f"not {type(event).__name__}"
+                )
             data = event
             try:
                 event = parse_event(dict(data))
             except ValidationError as exc:
                 raise _validation_error(data, exc) from None
-        elif not isinstance(event, EVENT_CLASSES):
-            raise EventError(
-                "event rejected: expected an event model or a JSON object, "
-                f"not {type(event).__name__}"
-            )
+        event = cast(CoreEvent, event)  # (a tuple of classes does not narrow for mypy)
         if event.ts < self.last_ts:
             raise _reject(event.type, "ts", f"{event.ts} is earlier than {self.last_ts}")
         self._handlers[event.type](event)
