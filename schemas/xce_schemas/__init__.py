@@ -26,6 +26,8 @@ from xce_schemas.decisions import (
     Pend,
     Preempt,
     Resume,
+    decision_fields,
+    dump_decision,
     parse_decision,
 )
 from xce_schemas.equality import (
@@ -134,6 +136,8 @@ __all__ = [
     "alloc_diff",
     "alloc_eq",
     "config_hash",
+    "decision_fields",
+    "dump_decision",
     "host_alloc_diff",
     "host_alloc_eq",
     "in_window",

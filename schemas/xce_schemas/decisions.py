@@ -2,16 +2,23 @@
 
 Every decision carries ``op`` and ``ts``, the logical time (ns) of the scheduling
 session that made it (its ``BEGIN_ROUND``).
+
+The five decision types are plain slotted classes (stdlib dataclasses), as the
+allocation records are (``xce_schemas.alloc``): the core makes several per job and
+checks nothing in them it did not make itself. Pydantic validates a decision where it
+crosses a boundary (``parse_decision``, a recording line, the bus) and writes it
+(``dump_decision``): the same bytes as the pydantic models these replaced. Nothing
+changes a decision once made.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Annotated, Any, Literal
 
-from pydantic import Field, TypeAdapter
+from pydantic import ConfigDict, Field, TypeAdapter
 
 from xce_schemas.alloc import JobAlloc
-from xce_schemas.base import WireModel
 from xce_schemas.events import JobId, TimestampNs
 from xce_schemas.pending import PendingReason
 
@@ -23,16 +30,26 @@ SIGCONT = 18
 HOOK_DETAIL_JOB_STOP = 65
 
 
-class NewSession(WireModel):
+#: How pydantic reads the decisions at a boundary: unknown fields refused.
+_WIRE = ConfigDict(extra="forbid")
+
+
+@dataclass(slots=True, kw_only=True)
+class NewSession:
     """A scheduling session began: ``session`` counts sessions from 1."""
+
+    __pydantic_config__ = _WIRE
 
     op: Literal["NEW_SESSION"] = "NEW_SESSION"
     ts: TimestampNs
-    session: int = Field(ge=1)
+    session: Annotated[int, Field(ge=1)]
 
 
-class Dispatch(WireModel):
+@dataclass(slots=True, kw_only=True)
+class Dispatch:
     """Start ``jobid`` on the allocation ``alloc``."""
+
+    __pydantic_config__ = _WIRE
 
     op: Literal["DISPATCH"] = "DISPATCH"
     ts: TimestampNs
@@ -40,8 +57,11 @@ class Dispatch(WireModel):
     alloc: JobAlloc
 
 
-class Pend(WireModel):
+@dataclass(slots=True, kw_only=True)
+class Pend:
     """``jobid`` stays pending for this session, because of ``reason``."""
+
+    __pydantic_config__ = _WIRE
 
     op: Literal["PEND"] = "PEND"
     ts: TimestampNs
@@ -49,19 +69,25 @@ class Pend(WireModel):
     reason: PendingReason
 
 
-class Preempt(WireModel):
+@dataclass(slots=True, kw_only=True)
+class Preempt:
     """Suspend the victims so that ``preempting_jobid`` can start (Req 6 AC 1, 8)."""
+
+    __pydantic_config__ = _WIRE
 
     op: Literal["PREEMPT"] = "PREEMPT"
     ts: TimestampNs
     preempting_jobid: JobId
-    victim_jobids: tuple[JobId, ...] = Field(min_length=1)
+    victim_jobids: Annotated[tuple[JobId, ...], Field(min_length=1)]
     signal: int = SIGTSTP
     hook_detail: int = HOOK_DETAIL_JOB_STOP
 
 
-class Resume(WireModel):
+@dataclass(slots=True, kw_only=True)
+class Resume:
     """Resume the suspended ``jobid`` on the hosts it held (signal SIGCONT)."""
+
+    __pydantic_config__ = _WIRE
 
     op: Literal["RESUME"] = "RESUME"
     ts: TimestampNs
@@ -87,3 +113,15 @@ def parse_decision(data: dict[str, Any]) -> Decision:
         pydantic.ValidationError: naming the op and the offending field.
     """
     return DECISION_ADAPTER.validate_python(data)
+
+
+def dump_decision(decision: Decision) -> bytes:
+    """A decision's JSON, as the wire (and every recording) has it: the bytes the
+    pydantic models these classes replaced wrote."""
+    return DECISION_ADAPTER.dump_json(decision)
+
+
+def decision_fields(decision: Decision) -> dict[str, Any]:
+    """A decision as a dict of its wire fields (nested records as dicts too)."""
+    fields: dict[str, Any] = DECISION_ADAPTER.dump_python(decision)
+    return fields

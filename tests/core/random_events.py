@@ -26,6 +26,7 @@ from xce_schemas import (
     Pend,
     Preempt,
     Resume,
+    dump_decision,
 )
 
 NS = 1_000_000_000
@@ -269,7 +270,7 @@ def run(
                 on_round(core, decisions[start:])
         if check:
             assert_conserved(core)
-    return [d.model_dump_json() for d in decisions]
+    return [dump_decision(d).decode() for d in decisions]
 
 
 def assert_conserved(core: SchedCore) -> None:

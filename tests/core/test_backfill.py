@@ -35,6 +35,7 @@ from xce_schemas import (
     JobState,
     Pend,
     PendingCode,
+    dump_decision,
 )
 
 from tests.builders import NS, ClusterBuilder, Scenario, cluster, job_spec
@@ -970,7 +971,7 @@ def simulate(
             if isinstance(decision, Dispatch):
                 _, _, limit_s, run_s = jobs[decision.jobid - 1]
                 ends[decision.jobid] = now + min(run_s, limit_s)
-    return [d.model_dump_json() for d in decisions]
+    return [dump_decision(d).decode() for d in decisions]
 
 
 @pytest.mark.parametrize(("backfill", "depth"), ALL_POLICIES, ids=ALL_IDS)

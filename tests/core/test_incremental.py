@@ -24,6 +24,7 @@ from xce_schemas import (
     JobState,
     JobUpdate,
     PendingCode,
+    dump_decision,
 )
 from xce_schemas.events import JobUpdatePayload
 
@@ -95,7 +96,7 @@ def test_incremental_and_full_rounds_decide_the_same_on_a_backlog(
         builder = cluster().hosts_n(6).configure(backfill=backfill, reservation_depth=depth)
         scenario = _incremental(builder.build(), incremental)
         _play(scenario, ops, lambda step, op: job_spec(step, tasks=op[1], run_limit_s=op[2]))
-        return [decision.model_dump_json() for decision in scenario.decisions]
+        return [dump_decision(decision).decode() for decision in scenario.decisions]
 
     assert drive(True) == drive(False)
 
@@ -201,7 +202,7 @@ def test_a_twin_of_a_job_pended_for_reserved_room_is_decided_by_counting() -> No
             ("PEND", 4, "RESERVED"),
             ("DISPATCH", 5, ("h1",)),
         ]
-        streams[incremental] = [decision.model_dump_json() for decision in scenario.decisions]
+        streams[incremental] = [dump_decision(decision).decode() for decision in scenario.decisions]
     assert streams[True] == streams[False]
 
 
@@ -235,7 +236,7 @@ def _held_back(
             and picker._parked[5][0] == 2
             and picker._parked[5][1] is not None
         )
-    return then(scenario), [decision.model_dump_json() for decision in scenario.decisions]
+    return then(scenario), [dump_decision(decision).decode() for decision in scenario.decisions]
 
 
 def test_a_job_parked_for_reserved_room_is_offered_once_too_few_slots_are_free() -> None:
@@ -454,7 +455,7 @@ def _blocked_then_moved(incremental: bool) -> tuple[list[Any], list[str]]:
     assert scenario.round(1) == [("PEND", 2, "NOT_ENOUGH_SLOTS"), ("PEND", 3, "ORDER_BLOCKED")]
     scenario.push(JobUpdate(ts=2 * NS, payload=JobUpdatePayload(jobid=2, queue="b")))
     after = scenario.round(2)
-    return after, [decision.model_dump_json() for decision in scenario.decisions]
+    return after, [dump_decision(decision).decode() for decision in scenario.decisions]
 
 
 def test_a_job_held_back_under_strict_is_offered_once_its_blocker_moves_to_another_domain() -> None:

@@ -13,6 +13,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
+import orjson
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -24,7 +25,7 @@ from xce_driver.simulate import run_simulation
 from xce_driver.workloads.lublin import generate_lublin
 from xce_driver.workloads.mapping import MappedWorkload, SimJob, map_trace
 from xce_driver.workloads.swf import read_swf
-from xce_schemas import BackfillPolicy, JobState, QueueSpec
+from xce_schemas import BackfillPolicy, JobState, QueueSpec, dump_decision
 
 from tests.driver.conftest import shared_trace
 
@@ -65,7 +66,7 @@ def drive(ops: list[tuple[Any, ...]], policy: str, mode: str) -> list[Any]:
     """Decisions and, after each round, the reservations, of a core run through ``ops``."""
     out: list[Any] = []
     with shortcuts(mode):
-        core = SchedCore(on_decision=lambda d: out.append(d.model_dump(mode="json")))
+        core = SchedCore(on_decision=lambda d: out.append(orjson.loads(dump_decision(d))))
         depth = {"reservation_depth": 2} if policy == "hybrid" else {}
         config = {"queues": [{"name": "normal", "priority": 30}], "backfill": policy, **depth}
         core.push_event({"type": "CONFIG_PUSH", "ts": 0, "payload": {"config": config}})

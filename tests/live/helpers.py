@@ -40,6 +40,7 @@ from xce_schemas import (
     QueueSpec,
     SchedulerConfig,
     WorkersPush,
+    dump_decision,
 )
 from xce_schemas.bus import (
     DEADLETTER_STREAM,
@@ -131,7 +132,7 @@ def reference_decisions(events: Sequence[CoreEvent | dict[str, Any]]) -> list[by
     for event in events:
         with contextlib.suppress(CoreError):
             core.push_event(event)
-    return [d.model_dump_json().encode() for d in out]
+    return [dump_decision(d) for d in out]
 
 
 # --- the bus ---------------------------------------------------------------------------

@@ -50,6 +50,7 @@ from xce_schemas import (
     JobState,
     QueueSpec,
     SchedulerConfig,
+    dump_decision,
     parse_event,
 )
 from xce_schemas.alloc import HostAlloc, JobAlloc
@@ -789,7 +790,7 @@ def test_the_emulator_applies_a_decision_id_once() -> None:
         jobid=1,
         alloc=JobAlloc(jobid=1, hosts=(HostAlloc(host="h1", allocs=()),)),
     )
-    data = dispatch.model_dump_json().encode()
+    data = dump_decision(dispatch)
     headers = {DECISION_ID_HEADER: "xce-core:9:0"}
 
     async def go() -> int:

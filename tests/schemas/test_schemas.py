@@ -13,7 +13,10 @@ from xce_schemas import (
     Dispatch,
     HostAlloc,
     JobAlloc,
+    NewSession,
     PendingReason,
+    decision_fields,
+    dump_decision,
     parse_decision,
     parse_event,
     parse_job_alloc,
@@ -87,9 +90,37 @@ def test_alloc_records_are_validated_at_the_boundary() -> None:
             int(part) if part.isdigit() else part for part in field.split(".")
         )
     with pytest.raises(ValidationError):
-        Dispatch.model_validate(
-            {"ts": 1, "jobid": 7, "alloc": {"jobid": 7, "hosts": [{"host": "", "allocs": []}]}}
+        parse_decision(
+            {
+                "op": "DISPATCH",
+                "ts": 1,
+                "jobid": 7,
+                "alloc": {"jobid": 7, "hosts": [{"host": "", "allocs": []}]},
+            }
         )
+
+
+def test_decisions_are_validated_at_the_boundary() -> None:
+    # Plain objects inside the process; read from JSON, every field is checked.
+    assert parse_decision({"op": "NEW_SESSION", "ts": 5, "session": 1}) == NewSession(
+        ts=5, session=1
+    )
+    for bad, where in (
+        ({"op": "NEW_SESSION", "ts": 5, "session": 0}, ("NEW_SESSION", "session")),
+        ({"op": "RESUME", "ts": "5", "jobid": 1}, ("RESUME", "ts")),
+        (
+            {"op": "PEND", "ts": 5, "jobid": 1, "reason": {"main": "NOPE"}},
+            ("PEND", "reason", "main"),
+        ),
+        (
+            {"op": "PREEMPT", "ts": 5, "preempting_jobid": 1, "victim_jobids": []},
+            ("PREEMPT", "victim_jobids"),
+        ),
+        ({"op": "RESUME", "ts": 5, "jobid": 1, "extra": 1}, ("RESUME", "extra")),
+    ):
+        with pytest.raises(ValidationError) as caught:
+            parse_decision(bad)
+        assert caught.value.errors()[0]["loc"] == where
 
 
 def test_decision_and_recording_lines_parse() -> None:
@@ -102,11 +133,9 @@ def test_decision_and_recording_lines_parse() -> None:
         }
     )
     decision = Dispatch(ts=5 * 10**9, jobid=7, alloc=alloc)
-    assert parse_decision(decision.model_dump(mode="json", by_alias=True)) == decision
+    assert parse_decision(decision_fields(decision)) == decision
     line = parse_recording_line(
-        b'{"type":"DECISION","ts":5000000000,"payload":'
-        + decision.model_dump_json().encode()
-        + b"}"
+        b'{"type":"DECISION","ts":5000000000,"payload":' + dump_decision(decision) + b"}"
     )
     assert line.payload == decision  # type: ignore[union-attr]
     header = parse_recording_line(

@@ -32,6 +32,7 @@ from xce_schemas import (
     RunTime,
     SchedulerConfig,
     config_hash,
+    dump_decision,
 )
 from xce_schemas.snapshot import CoreSnapshot
 
@@ -124,8 +125,7 @@ class RecordingWriter:
     def decision(self, decision: Decision) -> None:
         """Write one DECISION line wrapping ``decision``."""
         self._write(
-            b'{"type":"DECISION","ts":%d,"payload":%s}'
-            % (decision.ts, decision.model_dump_json().encode()),
+            b'{"type":"DECISION","ts":%d,"payload":%s}' % (decision.ts, dump_decision(decision)),
             "DECISION",
         )
 

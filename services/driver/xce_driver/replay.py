@@ -49,6 +49,8 @@ from xce_schemas import (
     JobStateChange,
     Pend,
     config_hash,
+    decision_fields,
+    dump_decision,
     job_alloc_diff,
     parse_decision,
 )
@@ -103,7 +105,7 @@ def decision_diff(recorded: Decision, made: Decision) -> str | None:
             )
         return None
     if recorded != made:
-        left, right = recorded.model_dump(), made.model_dump()
+        left, right = decision_fields(recorded), decision_fields(made)
         for key in left:
             if left[key] != right.get(key):
                 return (
@@ -444,7 +446,7 @@ class _Run:
             line = recorded[index] if index < len(recorded) else None
             # Fast path: the line this writer would have written for our decision.
             if mine is not None and line is not None:
-                tail = b"%s}" % mine.model_dump_json().encode()
+                tail = b"%s}" % dump_decision(mine)
                 if line.raw.rstrip(b"\r\n").endswith(tail):
                     continue
             self._compare_one(event, index, mine, line)

@@ -27,6 +27,7 @@ from xce_schemas import (
     Resume,
     ResVal,
     ResvalsFull,
+    dump_decision,
 )
 from xce_schemas.decisions import HOOK_DETAIL_JOB_STOP, SIGCONT, SIGTSTP
 from xce_schemas.events import (
@@ -452,7 +453,7 @@ def test_a_snapshot_mid_preemption_continues_with_the_same_decisions() -> None:
                 core.push_event(BeginRound(ts=at_s * NS))
             else:
                 core.push_event(JobStateChange(ts=at_s * NS, payload=event))
-        return [d.model_dump_json() for d in decisions[start:]]
+        return [dump_decision(d).decode() for d in decisions[start:]]
 
     ours = script(sc.core, sc.decisions)
     assert ours == script(twin, twin_decisions)

@@ -25,6 +25,7 @@ from xce_schemas import (
     Resume,
     SchedulerConfig,
     WorkersPush,
+    dump_decision,
 )
 from xce_schemas.events import (
     ConfigPushPayload,
@@ -178,7 +179,7 @@ def run(cluster: dict[str, Any]) -> list[str]:
         else:
             obey = step[1]
         check_conservation(core)
-    return [d.model_dump_json() for d in decisions]
+    return [dump_decision(d).decode() for d in decisions]
 
 
 @settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])

@@ -110,7 +110,7 @@ from xce_core.core import SchedCore
 from xce_core.errors import CoreError
 from xce_core.plugins import PluginRegistry
 from xce_core.snapshot import load_snapshot, save_snapshot
-from xce_schemas import CoreEvent, Decision
+from xce_schemas import CoreEvent, Decision, dump_decision
 from xce_schemas.admin import CORE_STATUS_KEY, CoreStatus, to_hash
 from xce_schemas.bus import (
     CORE_CHECKPOINT_KEY,
@@ -739,7 +739,7 @@ class CoreService:
                     reason = f"event {taken.index} of the batch: {reason}"
             for decision in self._out:
                 out_subject = decision_subject(decision.op)
-                out_data = decision.model_dump_json().encode()
+                out_data = dump_decision(decision)
                 if mark is not None and (seq, index) <= mark.id:
                     self._skip(mark, (seq, index), out_subject, out_data)
                 else:
