@@ -62,7 +62,7 @@ from xce_driver.live.bridge import BridgeOptions
 from xce_driver.live.controller_bus import ensure_ctl_streams
 from xce_driver.live.event_codec import encode_batch
 from xce_driver.live.streams import ensure_streams
-from xce_schemas import BeginRound, CoreEvent
+from xce_schemas import BeginRound, CoreEvent, dump_event
 from xce_schemas.bus import EVENTS_BATCH_SUBJECT, EVENTS_STREAM
 from xce_schemas.controller import (
     BRIDGE_CTL_DURABLE,
@@ -413,7 +413,7 @@ def alone(nats_url: str, redis_url: str, logs: Path) -> tuple[float, float]:
     acknowledged with their decisions stored; the bridge's controller messages/s
     from ``XCE_CONTROLLER`` to events stored."""
     # The core's backlog in batch messages, as the bridge publishes them.
-    events = [e.model_dump_json().encode() for e in core_backlog(ALONE_EVENTS)]
+    events = [dump_event(e) for e in core_backlog(ALONE_EVENTS)]
     batches = [
         (EVENTS_BATCH_SUBJECT, encode_batch(chunk, [None] * len(chunk)))
         for chunk in (events[i : i + BATCH_EVENTS] for i in range(0, len(events), BATCH_EVENTS))

@@ -64,6 +64,7 @@ from xce_schemas.events import (
     ResvalsFull,
     SchedulerConfig,
     WorkersPush,
+    dump_event,
     parse_event,
 )
 from xce_schemas.pending import PENDING_TEXT, HostReason, PendingCode, PendingReason, ResourceReason
@@ -138,6 +139,7 @@ __all__ = [
     "config_hash",
     "decision_fields",
     "dump_decision",
+    "dump_event",
     "host_alloc_diff",
     "host_alloc_eq",
     "in_window",

@@ -61,7 +61,7 @@ from __future__ import annotations
 
 from typing import Any, Final, cast
 
-from pydantic import Field
+from pydantic import Field, TypeAdapter
 
 from xce_schemas.base import WireModel
 from xce_schemas.decisions import DECISION_OPS
@@ -173,7 +173,7 @@ CtlPayload = (
 )
 
 #: Controller kind (the subject's last token) → (core event model, payload model).
-CTL_KINDS: Final[dict[str, tuple[type[WireModel], type[CtlPayload]]]] = {
+CTL_KINDS: Final[dict[str, tuple[type[Any], type[CtlPayload]]]] = {
     "config": (ConfigPush, ConfigPushPayload),
     "jobs": (JobsPush, JobsSubmit),
     "hosts": (WorkersPush, WorkersPushPayload),
@@ -184,6 +184,11 @@ CTL_KINDS: Final[dict[str, tuple[type[WireModel], type[CtlPayload]]]] = {
     "job_update": (JobUpdate, JobUpdatePayload),
     "queue": (QueueUpdate, QueueUpdatePayload),
     "job_rusage": (JobRusage, JobRusagePayload),
+}
+
+#: Validates the event each kind becomes (its ``ts`` is the bridge's).
+_EVENT_ADAPTERS: Final[dict[str, TypeAdapter[Any]]] = {
+    kind: TypeAdapter(event) for kind, (event, _) in CTL_KINDS.items()
 }
 
 
@@ -240,10 +245,10 @@ def to_core_event(kind: str, payload: CtlPayload, ts: int) -> CoreEvent:
         TypeError: ``payload`` is not the model of ``kind``.
         pydantic.ValidationError: ``ts`` is not a valid ``TimestampNs``.
     """
-    event_model, payload_model = CTL_KINDS[kind]
+    payload_model = CTL_KINDS[kind][1]
     if not isinstance(payload, payload_model):
         raise TypeError(f"a {type(payload).__name__} is not a {kind!r} message")
     if isinstance(payload, JobsSubmit):
         jobs = tuple(JobSpec(**job.model_dump(), submit_ts=ts) for job in payload.jobs)
         return JobsPush(ts=ts, payload=JobsPushPayload(jobs=jobs))
-    return cast(CoreEvent, event_model.model_validate({"ts": ts, "payload": payload}))
+    return cast(CoreEvent, _EVENT_ADAPTERS[kind].validate_python({"ts": ts, "payload": payload}))

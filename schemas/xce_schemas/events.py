@@ -8,10 +8,11 @@ decoded JSON object with ``parse_event``.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from enum import StrEnum
 from typing import Annotated, Any, Literal
 
-from pydantic import Field, Strict, TypeAdapter, ValidationInfo, field_validator
+from pydantic import ConfigDict, Field, Strict, TypeAdapter, ValidationInfo, field_validator
 from pydantic_core import PydanticCustomError
 
 from xce_schemas.base import WireModel
@@ -399,95 +400,141 @@ class BeginRoundPayload(WireModel):
     """``BEGIN_ROUND``: no payload beyond the event's ``ts``."""
 
 
+#: Every round's payload: one shared value (frozen, with no field).
+_NO_PAYLOAD = BeginRoundPayload()
+
+
 # --- events -----------------------------------------------------------------------
+# The event envelopes are plain slotted classes (stdlib dataclasses), as decisions
+# and allocation records are: an in-process driver makes one for every change it
+# pushes, from values it already holds. Pydantic validates an event where it crosses
+# a boundary (``parse_event``, the bus, a recording, ``push_event`` given a JSON
+# object) and writes it (``dump_event``): the same bytes as before. Their payloads
+# stay pydantic models, checked where they are made.
+
+#: How pydantic reads the envelopes at a boundary: unknown fields refused.
+_WIRE = ConfigDict(extra="forbid")
 
 
-class ConfigPush(WireModel):
+@dataclass(slots=True, kw_only=True)
+class ConfigPush:
     """Full configuration push (startup or change)."""
+
+    __pydantic_config__ = _WIRE
 
     type: Literal["CONFIG_PUSH"] = "CONFIG_PUSH"
     ts: TimestampNs
     payload: ConfigPushPayload
 
 
-class JobsPush(WireModel):
+@dataclass(slots=True, kw_only=True)
+class JobsPush:
     """Newly submitted jobs."""
+
+    __pydantic_config__ = _WIRE
 
     type: Literal["JOBS_PUSH"] = "JOBS_PUSH"
     ts: TimestampNs
     payload: JobsPushPayload
 
 
-class WorkersPush(WireModel):
+@dataclass(slots=True, kw_only=True)
+class WorkersPush:
     """Host list update."""
+
+    __pydantic_config__ = _WIRE
 
     type: Literal["WORKERS_PUSH"] = "WORKERS_PUSH"
     ts: TimestampNs
     payload: WorkersPushPayload
 
 
-class ResourcesPush(WireModel):
+@dataclass(slots=True, kw_only=True)
+class ResourcesPush:
     """Resource definitions."""
+
+    __pydantic_config__ = _WIRE
 
     type: Literal["RESOURCES_PUSH"] = "RESOURCES_PUSH"
     ts: TimestampNs
     payload: ResourcesPushPayload
 
 
-class ResvalsFull(WireModel):
+@dataclass(slots=True, kw_only=True)
+class ResvalsFull:
     """Full resource-value snapshot."""
+
+    __pydantic_config__ = _WIRE
 
     type: Literal["RESVALS_FULL"] = "RESVALS_FULL"
     ts: TimestampNs
     payload: ResvalsPayload
 
 
-class ResvalsDelta(WireModel):
+@dataclass(slots=True, kw_only=True)
+class ResvalsDelta:
     """Incremental resource-value update."""
+
+    __pydantic_config__ = _WIRE
 
     type: Literal["RESVALS_DELTA"] = "RESVALS_DELTA"
     ts: TimestampNs
     payload: ResvalsPayload
 
 
-class JobStateChange(WireModel):
+@dataclass(slots=True, kw_only=True)
+class JobStateChange:
     """Job started / exited / failed / suspended / requeued."""
+
+    __pydantic_config__ = _WIRE
 
     type: Literal["JOB_STATE_CHANGE"] = "JOB_STATE_CHANGE"
     ts: TimestampNs
     payload: JobStateChangePayload
 
 
-class JobUpdate(WireModel):
+@dataclass(slots=True, kw_only=True)
+class JobUpdate:
     """In-place job field update."""
+
+    __pydantic_config__ = _WIRE
 
     type: Literal["JOB_UPDATE"] = "JOB_UPDATE"
     ts: TimestampNs
     payload: JobUpdatePayload
 
 
-class QueueUpdate(WireModel):
+@dataclass(slots=True, kw_only=True)
+class QueueUpdate:
     """Queue definition update."""
+
+    __pydantic_config__ = _WIRE
 
     type: Literal["QUEUE_UPDATE"] = "QUEUE_UPDATE"
     ts: TimestampNs
     payload: QueueUpdatePayload
 
 
-class JobRusage(WireModel):
+@dataclass(slots=True, kw_only=True)
+class JobRusage:
     """Job resource-usage update."""
+
+    __pydantic_config__ = _WIRE
 
     type: Literal["JOB_RUSAGE"] = "JOB_RUSAGE"
     ts: TimestampNs
     payload: JobRusagePayload
 
 
-class BeginRound(WireModel):
+@dataclass(slots=True, kw_only=True)
+class BeginRound:
     """Trigger a scheduling round (session) at logical time ``ts``."""
+
+    __pydantic_config__ = _WIRE
 
     type: Literal["BEGIN_ROUND"] = "BEGIN_ROUND"
     ts: TimestampNs
-    payload: BeginRoundPayload = BeginRoundPayload()
+    payload: BeginRoundPayload = _NO_PAYLOAD
 
 
 CoreEvent = Annotated[
@@ -532,3 +579,9 @@ def parse_event(data: dict[str, Any] | str | bytes) -> CoreEvent:
     if isinstance(data, str | bytes):
         return EVENT_ADAPTER.validate_json(data)
     return EVENT_ADAPTER.validate_python(data)
+
+
+def dump_event(event: CoreEvent) -> bytes:
+    """An event's JSON, as the wire (and every recording) has it: a replay line's
+    ``{"type": ..., "ts": ..., "payload": {...}}``."""
+    return EVENT_ADAPTER.dump_json(event)

@@ -41,6 +41,7 @@ from xce_schemas import (
     SchedulerConfig,
     WorkersPush,
     dump_decision,
+    dump_event,
 )
 from xce_schemas.bus import (
     DEADLETTER_STREAM,
@@ -176,7 +177,7 @@ async def publish(js: JetStreamContext, events: Sequence[CoreEvent], batch: int 
     for start in range(0, len(events), batch):
         part = events[start : start + batch]
         data = encode_batch(
-            [e.model_dump_json().encode() for e in part],
+            [dump_event(e) for e in part],
             [f"e{start + i}" for i in range(len(part))],
         )
         seqs.append((await js.publish(EVENTS_BATCH_SUBJECT, data, stream=EVENTS_STREAM)).seq)

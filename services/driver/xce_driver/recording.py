@@ -33,6 +33,7 @@ from xce_schemas import (
     SchedulerConfig,
     config_hash,
     dump_decision,
+    dump_event,
 )
 from xce_schemas.snapshot import CoreSnapshot
 
@@ -120,7 +121,7 @@ class RecordingWriter:
 
     def event(self, event: CoreEvent) -> None:
         """Write one event line, exactly as the event's JSON."""
-        self._write(event.model_dump_json().encode(), event.type)
+        self._write(dump_event(event), event.type)
 
     def decision(self, decision: Decision) -> None:
         """Write one DECISION line wrapping ``decision``."""

@@ -65,7 +65,7 @@ from nats.js import JetStreamContext
 from nats.js.api import AckPolicy, ConsumerConfig, ConsumerInfo, DeliverPolicy
 from nats.js.errors import NotFoundError
 from pydantic import ValidationError
-from xce_schemas import BeginRound, CoreEvent
+from xce_schemas import BeginRound, CoreEvent, dump_event
 from xce_schemas.bus import (
     DEADLETTER_STREAM,
     DECISIONS_PREFIX,
@@ -482,7 +482,7 @@ class Bridge:
         if not isinstance(decoded, str):
             kind, payload = decoded
             event = to_core_event(kind, payload, self._stamp())
-            data = event.model_dump_json().encode()
+            data = dump_event(event)
             room = self._event_room()
             if len(data) > room:
                 # Published, it would be refused for ever ("maximum payload exceeded")
@@ -523,7 +523,7 @@ class Bridge:
             self._count += 1
             event_id = f"{self._run_id}:{self._count}"
         if data is None:
-            data = event.model_dump_json().encode()
+            data = dump_event(event)
         self._queue.append(_Stamped(event.type, data, event_id, self._ctl_taken))
         self.metrics.last_event_ts.set(event.ts / 1e9)
         self._wake.set()

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 
 import orjson
 from pydantic import ValidationError
-from xce_schemas import CoreEvent, parse_event
+from xce_schemas import CoreEvent, dump_event, parse_event
 from xce_schemas.bus import EVENTS_BATCH_SUBJECT, EventBatch, event_type_of
 from xce_schemas.errors import describe
 from xce_schemas.events import EVENT_TYPES
@@ -49,7 +49,7 @@ def data_of(taken: Taken) -> bytes:
     event's JSON when the batch decoded whole (serialised only when needed)."""
     if taken.data or isinstance(taken.event, str):
         return taken.data
-    return taken.event.model_dump_json().encode()
+    return dump_event(taken.event)
 
 
 def encode_batch(events: Sequence[bytes], ids: Sequence[str | None]) -> bytes:

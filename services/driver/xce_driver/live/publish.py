@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 
 from nats.js import JetStreamContext
-from xce_schemas import CoreEvent
+from xce_schemas import CoreEvent, dump_event
 from xce_schemas.bus import EVENTS_STREAM, MSG_ID_HEADER, event_subject
 
 
@@ -43,7 +43,7 @@ async def publish_events(
         headers = None if msg_ids is None else {MSG_ID_HEADER: msg_ids[index]}
         ack = await js.publish(
             event_subject(event.type),
-            event.model_dump_json().encode(),
+            dump_event(event),
             timeout=timeout_s,
             stream=EVENTS_STREAM,
             headers=headers,
