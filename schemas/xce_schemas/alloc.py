@@ -10,7 +10,13 @@ the boundaries"). Pydantic still validates them wherever they cross a boundary: 
 field of a wire model (``Dispatch.alloc``, a snapshot's job) read from JSON, or through
 ``JOB_ALLOC_ADAPTER``. An instance given to a wire model is kept as it is, and its JSON
 is the same as that of the pydantic models these replaced, byte for byte (the fields in
-the same order, ``from`` for ``from_``). Nothing changes a record once built.
+the same order, ``from`` for ``from_``).
+
+They compare and hash by value, as the frozen models they replaced did, but they are
+not frozen: a frozen dataclass sets each field through ``object.__setattr__``, and that
+made a KTH-SP2 simulation 13 % slower. Nothing may change a record, decision or event
+once made: the core, the driver, a recording and a hook share the same object
+(spec "Architectural Support for Future Object Sharing").
 """
 
 from __future__ import annotations
@@ -18,7 +24,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Annotated, Any
 
-from pydantic import ConfigDict, Field, TypeAdapter
+from pydantic import ConfigDict, Field, Strict, TypeAdapter
 
 #: The resource name under which slots are allocated on a host.
 SLOTS = "slots"
@@ -27,11 +33,12 @@ SLOTS = "slots"
 UNTIL_JOB_END = -1
 
 #: How pydantic reads and writes the records at a boundary: unknown fields refused,
-#: ``from`` on the wire (``from_`` accepted too).
+#: ``from`` on the wire (``from_`` accepted too). Every scalar is strict, as in the
+#: events and decisions: ``"7"`` is not an instance id, nor ``"yes"`` a boolean.
 _WIRE = ConfigDict(extra="forbid", serialize_by_alias=True, validate_by_name=True)
 
 
-@dataclass(slots=True, kw_only=True)
+@dataclass(slots=True, kw_only=True, unsafe_hash=True)
 class Alloc:
     """One resource held by a job: an ``xce_alloc_t`` (alloc-equality Req 1 AC 1).
 
@@ -50,15 +57,15 @@ class Alloc:
 
     __pydantic_config__ = _WIRE
 
-    name: Annotated[str, Field(min_length=1)]
-    reserve: bool = False
-    value: float
-    from_: Annotated[int, Field(alias="from")]
-    duration: int = UNTIL_JOB_END
-    instid: Annotated[int, Field(ge=0)]
+    name: Annotated[str, Strict(), Field(min_length=1)]
+    reserve: Annotated[bool, Strict()] = False
+    value: Annotated[float, Strict()]
+    from_: Annotated[int, Strict(), Field(alias="from")]
+    duration: Annotated[int, Strict()] = UNTIL_JOB_END
+    instid: Annotated[int, Strict(), Field(ge=0)]
 
 
-@dataclass(slots=True, kw_only=True)
+@dataclass(slots=True, kw_only=True, unsafe_hash=True)
 class HostAlloc:
     """The resources a job holds on one host: an ``xce_host_alloc_t``.
 
@@ -69,11 +76,11 @@ class HostAlloc:
 
     __pydantic_config__ = _WIRE
 
-    host: Annotated[str, Field(min_length=1)]
+    host: Annotated[str, Strict(), Field(min_length=1)]
     allocs: tuple[Alloc, ...]
 
 
-@dataclass(slots=True, kw_only=True)
+@dataclass(slots=True, kw_only=True, unsafe_hash=True)
 class JobAlloc:
     """A whole job allocation: an ``xce_job_alloc_t``.
 
@@ -85,7 +92,7 @@ class JobAlloc:
 
     __pydantic_config__ = _WIRE
 
-    jobid: Annotated[int, Field(ge=0)]
+    jobid: Annotated[int, Strict(), Field(ge=0)]
     hosts: tuple[HostAlloc, ...]
     shared: tuple[Alloc, ...] = ()
 

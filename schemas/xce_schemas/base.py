@@ -11,6 +11,8 @@ class WireModel(BaseModel):
     Unknown fields are rejected (a misspelt field is an error, not silently dropped),
     and instances are immutable and hashable, so the core can share them by identity
     (spec "Architectural Support for Future Object Sharing", invariants 1 and 3).
+    The hot-path records, decisions and event envelopes are plain dataclasses instead,
+    hashable by value and never changed once made (``xce_schemas.alloc``).
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid")

@@ -7,8 +7,9 @@ The five decision types are plain slotted classes (stdlib dataclasses), as the
 allocation records are (``xce_schemas.alloc``): the core makes several per job and
 checks nothing in them it did not make itself. Pydantic validates a decision where it
 crosses a boundary (``parse_decision``, a recording line, the bus) and writes it
-(``dump_decision``): the same bytes as the pydantic models these replaced. Nothing
-changes a decision once made.
+(``dump_decision``): the same bytes as the pydantic models these replaced. They hash
+by value and nothing may change one once made (why they are not frozen:
+``xce_schemas.alloc``).
 """
 
 from __future__ import annotations
@@ -34,7 +35,7 @@ HOOK_DETAIL_JOB_STOP = 65
 _WIRE = ConfigDict(extra="forbid")
 
 
-@dataclass(slots=True, kw_only=True)
+@dataclass(slots=True, kw_only=True, unsafe_hash=True)
 class NewSession:
     """A scheduling session began: ``session`` counts sessions from 1."""
 
@@ -45,7 +46,7 @@ class NewSession:
     session: Annotated[int, Field(ge=1)]
 
 
-@dataclass(slots=True, kw_only=True)
+@dataclass(slots=True, kw_only=True, unsafe_hash=True)
 class Dispatch:
     """Start ``jobid`` on the allocation ``alloc``."""
 
@@ -57,7 +58,7 @@ class Dispatch:
     alloc: JobAlloc
 
 
-@dataclass(slots=True, kw_only=True)
+@dataclass(slots=True, kw_only=True, unsafe_hash=True)
 class Pend:
     """``jobid`` stays pending for this session, because of ``reason``."""
 
@@ -69,7 +70,7 @@ class Pend:
     reason: PendingReason
 
 
-@dataclass(slots=True, kw_only=True)
+@dataclass(slots=True, kw_only=True, unsafe_hash=True)
 class Preempt:
     """Suspend the victims so that ``preempting_jobid`` can start (Req 6 AC 1, 8)."""
 
@@ -83,7 +84,7 @@ class Preempt:
     hook_detail: int = HOOK_DETAIL_JOB_STOP
 
 
-@dataclass(slots=True, kw_only=True)
+@dataclass(slots=True, kw_only=True, unsafe_hash=True)
 class Resume:
     """Resume the suspended ``jobid`` on the hosts it held (signal SIGCONT)."""
 

@@ -13,6 +13,11 @@ from pydantic import ValidationError
 #: Location parts pydantic adds for union and tagged-union branches, not fields.
 _BRANCHES = frozenset({"float", "int", "str", "bool", "function-after", "function-plain"})
 
+#: Messages said the same for a dataclass (records, decisions, event envelopes) as for a
+#: model: an unknown field is "not permitted" wherever it is (pydantic calls it an
+#: unexpected keyword argument of a dataclass).
+_MESSAGES = {"unexpected_keyword_argument": "Extra inputs are not permitted"}
+
 
 def field_path(location: Sequence[int | str]) -> str:
     """``("payload", "jobs", 0, "tasks")`` → ``payload.jobs[0].tasks``."""
@@ -29,4 +34,5 @@ def describe(exc: ValidationError, skip: int = 0, default: str = "value") -> str
     """``path: message`` of the first error; ``skip`` drops leading location parts
     (e.g. the union tag pydantic puts first)."""
     first = exc.errors()[0]
-    return f"{field_path(first['loc'][skip:]) or default}: {first['msg']}"
+    message = _MESSAGES.get(first["type"], first["msg"])
+    return f"{field_path(first['loc'][skip:]) or default}: {message}"

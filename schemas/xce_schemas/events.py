@@ -410,13 +410,14 @@ _NO_PAYLOAD = BeginRoundPayload()
 # pushes, from values it already holds. Pydantic validates an event where it crosses
 # a boundary (``parse_event``, the bus, a recording, ``push_event`` given a JSON
 # object) and writes it (``dump_event``): the same bytes as before. Their payloads
-# stay pydantic models, checked where they are made.
+# stay pydantic models, checked where they are made. Envelopes hash by value and
+# nothing may change one once made (why they are not frozen: ``xce_schemas.alloc``).
 
 #: How pydantic reads the envelopes at a boundary: unknown fields refused.
 _WIRE = ConfigDict(extra="forbid")
 
 
-@dataclass(slots=True, kw_only=True)
+@dataclass(slots=True, kw_only=True, unsafe_hash=True)
 class ConfigPush:
     """Full configuration push (startup or change)."""
 
@@ -427,7 +428,7 @@ class ConfigPush:
     payload: ConfigPushPayload
 
 
-@dataclass(slots=True, kw_only=True)
+@dataclass(slots=True, kw_only=True, unsafe_hash=True)
 class JobsPush:
     """Newly submitted jobs."""
 
@@ -438,7 +439,7 @@ class JobsPush:
     payload: JobsPushPayload
 
 
-@dataclass(slots=True, kw_only=True)
+@dataclass(slots=True, kw_only=True, unsafe_hash=True)
 class WorkersPush:
     """Host list update."""
 
@@ -449,7 +450,7 @@ class WorkersPush:
     payload: WorkersPushPayload
 
 
-@dataclass(slots=True, kw_only=True)
+@dataclass(slots=True, kw_only=True, unsafe_hash=True)
 class ResourcesPush:
     """Resource definitions."""
 
@@ -460,7 +461,7 @@ class ResourcesPush:
     payload: ResourcesPushPayload
 
 
-@dataclass(slots=True, kw_only=True)
+@dataclass(slots=True, kw_only=True, unsafe_hash=True)
 class ResvalsFull:
     """Full resource-value snapshot."""
 
@@ -471,7 +472,7 @@ class ResvalsFull:
     payload: ResvalsPayload
 
 
-@dataclass(slots=True, kw_only=True)
+@dataclass(slots=True, kw_only=True, unsafe_hash=True)
 class ResvalsDelta:
     """Incremental resource-value update."""
 
@@ -482,7 +483,7 @@ class ResvalsDelta:
     payload: ResvalsPayload
 
 
-@dataclass(slots=True, kw_only=True)
+@dataclass(slots=True, kw_only=True, unsafe_hash=True)
 class JobStateChange:
     """Job started / exited / failed / suspended / requeued."""
 
@@ -493,7 +494,7 @@ class JobStateChange:
     payload: JobStateChangePayload
 
 
-@dataclass(slots=True, kw_only=True)
+@dataclass(slots=True, kw_only=True, unsafe_hash=True)
 class JobUpdate:
     """In-place job field update."""
 
@@ -504,7 +505,7 @@ class JobUpdate:
     payload: JobUpdatePayload
 
 
-@dataclass(slots=True, kw_only=True)
+@dataclass(slots=True, kw_only=True, unsafe_hash=True)
 class QueueUpdate:
     """Queue definition update."""
 
@@ -515,7 +516,7 @@ class QueueUpdate:
     payload: QueueUpdatePayload
 
 
-@dataclass(slots=True, kw_only=True)
+@dataclass(slots=True, kw_only=True, unsafe_hash=True)
 class JobRusage:
     """Job resource-usage update."""
 
@@ -526,7 +527,7 @@ class JobRusage:
     payload: JobRusagePayload
 
 
-@dataclass(slots=True, kw_only=True)
+@dataclass(slots=True, kw_only=True, unsafe_hash=True)
 class BeginRound:
     """Trigger a scheduling round (session) at logical time ``ts``."""
 

@@ -429,7 +429,14 @@ def test_unreadable_file_is_named(
         (6, "nan", "field 6 (avg_cpu_time): 'nan' is not a number"),
         (7, "inf", "field 7 (used_memory_kb): 'inf' is not a number"),
         (10, "1e999", "field 10 (requested_memory_kb): '1e999' is not a finite number"),
-        (4, "1e999", "field 4 (run_time): '1e999' is not a finite number"),
+        (4, "1e999", "field 4 (run_time): '1e999' is too large (more than 30 digits)"),
+        (4, "1e30", "field 4 (run_time): '1e30' is too large (more than 30 digits)"),
+        (
+            4,
+            "50.0000000000000001",
+            "field 4 (run_time): '50.0000000000000001' is not a whole number",
+        ),
+        (4, "1e-400", "field 4 (run_time): '1e-400' is not a whole number"),
         (6, "1_0.5", "field 6 (avg_cpu_time): '1_0.5' is not a number"),
         (6, ".5", "field 6 (avg_cpu_time): '.5' is not a number"),
         (4, "9" * 31, f"field 4 (run_time): '{'9' * 31}' is too large (more than 30 digits)"),
@@ -444,6 +451,9 @@ def test_unreadable_file_is_named(
         "inf in a fractional field",
         "an exponent that overflows a fractional field",
         "an exponent that overflows a whole-number field",
+        "a whole number of 31 digits in an exponent",
+        "a fraction a float would round away",
+        "a fraction a float would round to zero",
         "an underscore in a fractional field",
         "a fraction without its integer part",
         "a whole number of 31 digits",
@@ -457,6 +467,25 @@ def test_numbers_are_read_as_the_format_writes_them(
     with pytest.raises(SwfError) as error:
         read_swf(path)
     assert str(error.value) == f"{path}:6: {message}"
+
+
+@pytest.mark.parametrize(
+    ("value", "run_time"),
+    [
+        ("12.0", 12),
+        ("1e3", 1000),
+        ("5.0E1", 50),
+        ("-0.0", 0),
+        ("0e999999", 0),
+        ("9" * 30, 10**30 - 1),
+    ],
+)
+def test_a_whole_number_written_as_a_decimal_is_read_exactly(
+    tmp_path: Path, value: str, run_time: int
+) -> None:
+    path = _write(tmp_path, "t.swf", HEADER + _fields(4, value) + "\n")
+    (record,) = read_swf(path).records
+    assert record.run_time == run_time and type(record.run_time) is int
 
 
 def test_fractional_fields_take_exponents(tmp_path: Path) -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -23,6 +24,7 @@ from xce_schemas import (
     parse_job_alloc,
     parse_recording_line,
 )
+from xce_schemas.errors import describe
 from xce_schemas.export import schema_texts
 
 JSON_DIR = Path(__file__).resolve().parents[2] / "schemas" / "json"
@@ -84,6 +86,10 @@ def test_alloc_records_are_validated_at_the_boundary() -> None:
         ({**good, "instid": -1}, "hosts.0.allocs.0.instid"),
         ({**good, "name": ""}, "hosts.0.allocs.0.name"),
         ({**good, "bogus": 1}, "hosts.0.allocs.0.bogus"),
+        ({**good, "instid": "7"}, "hosts.0.allocs.0.instid"),
+        ({**good, "reserve": "yes"}, "hosts.0.allocs.0.reserve"),
+        ({**good, "value": "1"}, "hosts.0.allocs.0.value"),
+        ({**good, "from": 5.0}, "hosts.0.allocs.0.from"),
     ):
         with pytest.raises(ValidationError) as caught:
             parse_job_alloc({"jobid": 7, "hosts": [{"host": "h1", "allocs": [bad]}]})
@@ -183,3 +189,67 @@ def test_models_are_frozen() -> None:
     with pytest.raises(ValidationError):
         reason.main = "NO_HOSTS"  # type: ignore[assignment]
     assert hash(reason) == hash(PendingReason(main="NOT_ENOUGH_SLOTS"))  # type: ignore[arg-type]
+
+
+def test_records_decisions_and_events_hash_and_compare_by_value() -> None:
+    # The plain classes keep the frozen models' contract: equal values, equal hashes.
+    def alloc() -> JobAlloc:
+        return parse_job_alloc(
+            {
+                "jobid": 7,
+                "hosts": [
+                    {
+                        "host": "h1",
+                        "allocs": [{"name": "slots", "value": 1.0, "from": 5, "instid": 1}],
+                    }
+                ],
+            }
+        )
+
+    one, two = Dispatch(ts=5, jobid=7, alloc=alloc()), Dispatch(ts=5, jobid=7, alloc=alloc())
+    assert one is not two and one == two and hash(one) == hash(two)
+    assert len({one, two, Dispatch(ts=6, jobid=7, alloc=alloc())}) == 2
+    for event_type, payload in EXAMPLES.items():
+        event = parse_event({"type": event_type, "ts": 1, "payload": payload})
+        again = parse_event({"type": event_type, "ts": 1, "payload": payload})
+        assert event == again and hash(event) == hash(again), event_type
+
+
+@pytest.mark.parametrize(
+    ("parse", "data", "said"),
+    [
+        (
+            parse_job_alloc,
+            {
+                "jobid": 1,
+                "hosts": [
+                    {
+                        "host": "h1",
+                        "allocs": [
+                            {"name": "slots", "value": 1, "from": 5, "instid": 1, "size": 2}
+                        ],
+                    }
+                ],
+            },
+            "hosts[0].allocs[0].size: Extra inputs are not permitted",
+        ),
+        (
+            parse_decision,
+            {"op": "RESUME", "ts": 5, "jobid": 1, "why": 9},
+            "RESUME.why: Extra inputs are not permitted",
+        ),
+        (
+            parse_event,
+            {"type": "BEGIN_ROUND", "ts": 5, "payload": {}, "why": 1},
+            "BEGIN_ROUND.why: Extra inputs are not permitted",
+        ),
+    ],
+    ids=["record", "decision", "event"],
+)
+def test_an_unknown_field_is_said_alike_in_every_wire_type(
+    parse: Callable[[object], object], data: dict[str, object], said: str
+) -> None:
+    # Dataclasses report "Unexpected keyword argument"; users see the models' words.
+    with pytest.raises(ValidationError) as caught:
+        parse(data)
+    assert describe(caught.value) == said

@@ -23,6 +23,7 @@ import re
 import zlib
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from decimal import Decimal
 from pathlib import Path
 
 #: The 18 SWF fields in file order; SwfRecord's first 18 attributes carry the same names
@@ -315,15 +316,20 @@ def _number(raw: str, name: str, where: str) -> int | float:
         return value
     if not _DECIMAL.fullmatch(raw):
         raise SwfError(f"{where}: {show_text(raw)} is not a number")
-    number = float(raw)
-    if not math.isfinite(number):
-        raise SwfError(f"{where}: {show_text(raw)} is not a finite number")
     if name in _FLOAT_FIELDS:
+        number = float(raw)
+        if not math.isfinite(number):
+            raise SwfError(f"{where}: {show_text(raw)} is not a finite number")
         return number
-    # Some archive logs write integral fields as "12.0"; accept exact integers.
-    if not number.is_integer():
+    # Some archive logs write integral fields as "12.0"; accept exact integers. Read
+    # as a decimal, not a float: "50.0000000000000001" is not whole, and "1e30" is
+    # 31 digits, however a float would round them.
+    exact = Decimal(raw)
+    if exact != exact.to_integral_value():
         raise SwfError(f"{where}: {show_text(raw)} is not a whole number")
-    return int(number)
+    if exact and exact.adjusted() >= MAX_DIGITS:
+        raise SwfError(f"{where}: {show_text(raw)} is too large (more than {MAX_DIGITS} digits)")
+    return int(exact)
 
 
 def _lines(path: Path) -> Iterator[str]:
