@@ -1,4 +1,4 @@
-"""Benchmark: snapshot save and load of a large core (target under 2 s each).
+"""Benchmark: snapshot save and load of a large core (target: at most 1 s each).
 
     python -m benchmarks.bench_snapshot [--jobs 100000] [--hosts 5000]
 

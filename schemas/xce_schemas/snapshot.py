@@ -8,9 +8,10 @@ once in ``objects`` and referenced by index (spec invariant 5).
 
 from __future__ import annotations
 
-from typing import Any
+from dataclasses import dataclass, field
+from typing import Annotated, Any
 
-from pydantic import Field
+from pydantic import ConfigDict, Field
 
 from xce_schemas.alloc import JobAlloc
 from xce_schemas.base import WireModel
@@ -28,6 +29,9 @@ from xce_schemas.pending import PendingReason
 
 #: The snapshot layout version this package reads and writes.
 SNAPSHOT_VERSION = 1
+
+#: How pydantic reads the plain classes of the document: unknown fields refused.
+_WIRE = ConfigDict(extra="forbid")
 
 
 class ObjectTable(WireModel):
@@ -51,7 +55,13 @@ class HostState(WireModel):
     reserved: dict[str, float] = Field(default_factory=dict)
 
 
-class JobStateDoc(WireModel):
+# A plain slotted class, as the allocation records are (``xce_schemas.alloc``):
+# ``save_snapshot`` makes one per job without validation (a pydantic model cost five
+# times as much: most of a save of 100,000 jobs), and pydantic checks it where a
+# snapshot is read. Its JSON and JSON Schema are the model's, byte for byte. Nothing
+# may change one once made.
+@dataclass(slots=True, kw_only=True)
+class JobStateDoc:
     """A job the core holds (pending, running or suspended).
 
     ``resreq`` and ``pend_reason`` are indexes into the object table; times are ns.
@@ -64,26 +74,28 @@ class JobStateDoc(WireModel):
     written as before the fields existed, and such a snapshot loads.
     """
 
+    __pydantic_config__ = _WIRE
+
     jobid: JobId
     queue: str
     user: str
     project: str | None
     priority: int
-    tasks: int = Field(ge=1)
-    resreq: int = Field(ge=0)
+    tasks: Annotated[int, Field(ge=1)]
+    resreq: Annotated[int, Field(ge=0)]
     submit_ts: TimestampNs
     queue_ts: TimestampNs
     state: JobState
     alloc: JobAlloc | None = None
-    rusage: dict[str, float] = Field(default_factory=dict)
-    pend_reason: int | None = Field(default=None, ge=0)
+    rusage: dict[str, float] = field(default_factory=dict)
+    pend_reason: Annotated[int | None, Field(ge=0)] = None
     released: tuple[tuple[int, int], ...] = ()
     start_ts: TimestampNs = 0
     suspend_ts: TimestampNs = 0
     preempted: bool = False
     ignored_preemption: bool = False
-    run_limit_s: int | None = Field(default=None, ge=1, exclude_if=lambda value: value is None)
-    suspended_ns: int = Field(default=0, ge=0, exclude_if=lambda value: value == 0)
+    run_limit_s: Annotated[int | None, Field(ge=1, exclude_if=lambda value: value is None)] = None
+    suspended_ns: Annotated[int, Field(ge=0, exclude_if=lambda value: value == 0)] = 0
 
 
 class PreemptionDoc(WireModel):

@@ -10,7 +10,9 @@ Snapshots are taken between events, never inside a session.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import gc
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from fractions import Fraction
 from typing import Any
 
@@ -44,6 +46,21 @@ class SnapshotError(CoreError, ValueError):
     """A snapshot that cannot be loaded; the message names the field and why."""
 
 
+@contextmanager
+def _cyclic_gc_paused() -> Iterator[None]:
+    """Pause the cyclic garbage collector while a snapshot is made or loaded: that
+    builds a few objects per job, none of them garbage, and CPython would scan the
+    growing heap again and again (a third of the load of 100,000 jobs). Reference
+    counting still frees what is dropped; the collector runs again after."""
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
+
+
 def save_snapshot(core: SchedCore) -> CoreSnapshot:
     """The whole state of ``core`` as a snapshot document.
 
@@ -54,6 +71,11 @@ def save_snapshot(core: SchedCore) -> CoreSnapshot:
     """
     if core.session is not None:
         raise RuntimeError("a snapshot cannot be taken inside a scheduling session")
+    with _cyclic_gc_paused():
+        return _save(core)
+
+
+def _save(core: SchedCore) -> CoreSnapshot:
     state = core.state
     resreq_ids: dict[str, int] = {}
     reason_ids: dict[PendingReason, int] = {}  # equal reasons are one object on load
@@ -198,6 +220,16 @@ def load_snapshot(
         SnapshotError: malformed or inconsistent snapshot, naming the field.
         ConfigError: the snapshot names a picker the registry lacks.
     """
+    with _cyclic_gc_paused():
+        return _load(data, on_decision, registry, clock)
+
+
+def _load(
+    data: CoreSnapshot | dict[str, Any] | str | bytes,
+    on_decision: Callable[[Decision], object],
+    registry: PluginRegistry | None,
+    clock: Clock | None,
+) -> SchedCore:
     try:
         if isinstance(data, CoreSnapshot):
             snapshot = data
@@ -226,9 +258,12 @@ def load_snapshot(
     state.shared_in_use = dict(snapshot.shared_in_use)
     state.expiries.update(snapshot.expiries)
     resreqs = snapshot.objects.resreqs
+    requests = [parse_resreq(text) for text in resreqs]  # one parse per shared object
     reasons = snapshot.objects.pend_reasons
+    jobs, running = state.jobs, JobState.RUN
+    nothing_released: frozenset[tuple[int, int]] = frozenset()
     for j in snapshot.jobs:
-        job = state.jobs[j.jobid] = Job(
+        job = jobs[j.jobid] = Job(
             j.jobid,
             j.queue,
             j.user,
@@ -242,8 +277,8 @@ def load_snapshot(
             j.alloc,
             dict(j.rusage),
             None if j.pend_reason is None else reasons[j.pend_reason],
-            parse_resreq(resreqs[j.resreq]),
-            frozenset(j.released),
+            requests[j.resreq],
+            frozenset(j.released) if j.released else nothing_released,
             j.start_ts,
             j.suspend_ts,
             j.preempted,
@@ -251,9 +286,10 @@ def load_snapshot(
             run_limit_s=j.run_limit_s,
             suspended_ns=j.suspended_ns,
         )
-        if job.state is JobState.RUN:
+        if job.state is running:
             state.charge(job, 1)  # the queues' slot counts follow from running jobs
-        state.set_preempted(job, job.preempted)
+        if job.preempted:
+            state.set_preempted(job, True)
     state.preemptions = {
         p.preemptor: Preemption(p.preemptor, p.victims, p.session) for p in snapshot.preemptions
     }
