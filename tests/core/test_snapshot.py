@@ -45,12 +45,15 @@ def fingerprint(value: Any, depth: int = 0) -> Any:
             for f in dataclasses.fields(value)
             if not f.metadata.get("cache")
         }
-    if hasattr(value, "__slots__") and not hasattr(value, "model_dump"):
+    # A class compiled by mypyc (the optional compiled core) lists its attributes in
+    # ``__mypyc_attrs__``, a plain slotted class in ``__slots__``.
+    names = getattr(type(value), "__mypyc_attrs__", None) or getattr(value, "__slots__", None)
+    if names is not None and not hasattr(value, "model_dump"):
         caches = getattr(type(value), "CACHE_SLOTS", frozenset())
         return {
             name: fingerprint(getattr(value, name), depth + 1)
-            for name in value.__slots__
-            if name not in caches
+            for name in names
+            if name not in caches and name != "__dict__"
         }
     if isinstance(value, Mapping):
         return [(fingerprint(k, depth + 1), fingerprint(v, depth + 1)) for k, v in value.items()]

@@ -31,6 +31,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
+from mypy_extensions import mypyc_attr
 from sortedcontainers import SortedDict, SortedList
 from xce_schemas import JobState, SchedulerConfig
 
@@ -81,6 +82,8 @@ class _Level:
     overrides: SortedDict = field(default_factory=SortedDict)  # queue name → picker
 
 
+# Other pickers may build on it, also when the core is compiled (mypyc).
+@mypyc_attr(allow_interpreted_subclasses=True)
 class BuiltinFcfs(PickerBase):
     """The FCFS picker of Req 8, with per-queue overrides (Req 5 AC 2).
 
