@@ -4,7 +4,8 @@ FROM python:3.11-slim
 
 ENV PYTHONDONTWRITEBYTECODE=1 PYTHONUNBUFFERED=1
 WORKDIR /app
-COPY pyproject.toml README.md ./
+COPY pyproject.toml README.md setup.py ./
+COPY build_support ./build_support
 COPY schemas ./schemas
 COPY services ./services
 RUN pip install --no-cache-dir . \

@@ -31,9 +31,17 @@ def _compiling() -> bool:
 
 
 def get_requires_for_build_wheel(config_settings: dict[str, Any] | None = None) -> list[str]:
-    """setuptools' requirements, and mypy's when ``XCE_MYPYC=1``."""
+    """setuptools' requirements, and mypy's when ``XCE_MYPYC=1``.
+
+    setuptools runs ``setup.py`` to answer, before mypy is installed:
+    ``XCE_BUILD_REQUIRES`` tells it not to compile (nor say why not) yet."""
     extra = _COMPILE_REQUIRES if _compiling() else []
-    return [*build_meta.get_requires_for_build_wheel(config_settings), *extra]
+    os.environ["XCE_BUILD_REQUIRES"] = "1"
+    try:
+        requires = build_meta.get_requires_for_build_wheel(config_settings)
+    finally:
+        del os.environ["XCE_BUILD_REQUIRES"]
+    return [*requires, *extra]
 
 
 def build_editable(

@@ -140,3 +140,14 @@ def test_the_image_holds_every_package_folder() -> None:
     for folder in folders:
         top = folder.split("/")[0]
         assert f"COPY {top} ./{top}" in dockerfile, f"the image lacks {folder}"
+
+
+def test_the_image_holds_what_the_build_needs() -> None:
+    # The in-tree build backend and setup.py: without them ``pip install .`` fails.
+    dockerfile = (ROOT / "Dockerfile").read_text()
+    backend_path = tomllib.loads((ROOT / "pyproject.toml").read_text())["build-system"][
+        "backend-path"
+    ]
+    for folder in backend_path:
+        assert f"COPY {folder} ./{folder}" in dockerfile, f"the image lacks {folder}"
+    assert "setup.py" in dockerfile.split("COPY pyproject.toml", 1)[1].splitlines()[0]
