@@ -43,7 +43,7 @@ from xce_core.alloc.job import allocate_job
 from xce_core.alloc.outcome import FOREVER, Placement, Reservation
 from xce_core.alloc.records import build_records
 from xce_core.resreq.model import EMPTY, Resreq
-from xce_core.state import ClusterState, Job
+from xce_core.state import ClusterState, Host, Job
 
 
 class Planner:
@@ -136,17 +136,22 @@ class Planner:
             state.give_slots(state.hosts[name], slots)
         # Rule 1: a reservation takes hosts busy now before hosts free now.
         state.free_index.prefer(tuple(h.position for h in state.host_order if h.used))
-        window = _Window(state)
+        window = _Window(state, reservations, length)
         released = 0
         try:
             for at in times:
                 check_cancel()
+                freed: list[str] = []  # the hosts whose use the ended jobs change
                 while released < len(ends) and ends[released][0] <= at:
                     ended = ends[released][1]
                     assert ended.alloc is not None
                     state.release(ended.alloc, skip=ended.released)
+                    freed.extend(record.host for record in ended.alloc.hosts)
                     released += 1
-                window.hold([r for r in reservations if r.overlaps(at, at + length)])
+                window.move(at, freed)
+                if window.free_slots() < job.tasks:
+                    continue  # too few slots for any allocation: the state need not move
+                window.apply()
                 alloc = allocate_job(job, request, state, check_cancel, self._build)
                 if isinstance(alloc, JobAlloc):
                     state.release(alloc)
@@ -156,7 +161,7 @@ class Planner:
             return None
         finally:  # everything back as it was
             state.free_index.prefer(())
-            window.hold(())
+            window.clear()
             for _, ended in ends[:released]:
                 assert ended.alloc is not None
                 state.hold(ended.alloc, skip=ended.released)
@@ -170,26 +175,115 @@ class Planner:
 
 class _Window:
     """The room reservations hold over a search's window, on the state (no more
-    than a host has free: a host still busy then is not free for the job either)."""
+    than a host has free: a host still busy then is not free for the job either).
 
-    def __init__(self, state: ClusterState) -> None:
+    A search tries its instants in order, each with a window of the same length
+    (the job's run limit), so both of a window's bounds only move forward: a
+    reservation overlaps the window from the first instant whose window reaches
+    its start until its end is passed, and never again. It therefore joins the
+    held room once and leaves it once (``move``), and only the hosts whose wanted
+    room or use changed are held again, not every host at every instant.
+
+    Args:
+        state: the cluster state whose slots are taken and given back.
+        reservations: the reservations whose windows the search must respect.
+        length: the job's run limit, ns (``FOREVER``: none).
+    """
+
+    def __init__(self, state: ClusterState, reservations: Sequence[Reservation], length: int):
         self.state = state
-        self._held: dict[str, int] = {}
+        self._reservations = reservations
+        self._length = length
+        # Reservation indices by start (to join) and by end (to leave); stable sorts.
+        self._by_start = sorted(range(len(reservations)), key=lambda i: reservations[i].start_ts)
+        self._by_until = sorted(range(len(reservations)), key=lambda i: reservations[i].until)
+        self._joined = 0  # how many of ``_by_start`` were looked at
+        self._left = 0  # how many of ``_by_until`` were looked at
+        self._in: set[int] = set()  # the indices overlapping the window now
+        self._wanted: dict[str, int] = {}  # host → slots they hold there
+        self._held: dict[str, int] = {}  # host → slots taken on the state for them
+        # Hosts to hold again at the next ``apply``, with the change it makes to
+        # their usable free slots (and ``_change``, its sum).
+        self._pending: dict[str, int] = {}
+        self._change = 0
 
-    def hold(self, reservations: Sequence[Reservation]) -> None:
-        """Hold the room of exactly ``reservations``."""
-        wanted: dict[str, int] = {}
-        for reservation in reservations:
-            for name, slots in reservation.hosts:
-                wanted[name] = wanted.get(name, 0) + slots
-        state = self.state
-        for name in sorted(set(self._held) | set(wanted)):
+    def move(self, at: int, changed: Iterable[str]) -> None:
+        """Let the window be ``[at, at + length)`` (``at``, ns, no earlier than the
+        last move's): the reservations that overlap it (``Reservation.overlaps``)
+        are the ones to hold; ``changed`` names the hosts whose use changed since
+        (jobs ended). Nothing is held on the state until ``apply``."""
+        reservations, wanted, inside = self._reservations, self._wanted, self._in
+        dirty = set(changed)
+        end = at + self._length
+        by_start, by_until = self._by_start, self._by_until
+        while self._joined < len(by_start):
+            index = by_start[self._joined]
+            reservation = reservations[index]
+            if reservation.start_ts >= end:
+                break
+            self._joined += 1
+            if reservation.until > at:  # (else it ended before this window)
+                inside.add(index)
+                for name, slots in reservation.hosts:
+                    wanted[name] = wanted.get(name, 0) + slots
+                    dirty.add(name)
+        while self._left < len(by_until):
+            index = by_until[self._left]
+            reservation = reservations[index]
+            if reservation.until > at:
+                break
+            self._left += 1
+            if index in inside:
+                inside.discard(index)
+                for name, slots in reservation.hosts:
+                    wanted[name] -= slots
+                    if not wanted[name]:
+                        del wanted[name]
+                    dirty.add(name)
+        hosts, pending = self.state.hosts, self._pending
+        for name in dirty:
+            host = hosts[name]
+            # (only hosts that take jobs count in ``total_free``)
+            ok = host.status is HostStatus.OK
+            change = self._held.get(name, 0) - self._take(host) if ok else 0
+            self._change += change - pending.get(name, 0)
+            pending[name] = change
+
+    def free_slots(self) -> int:
+        """The usable free slots of the whole cluster once ``apply`` holds the
+        window's room (no allocation can get more: each task takes a slot)."""
+        return self.state.free_index.total_free + self._change
+
+    def apply(self) -> None:
+        """Hold on the state the room of the reservations the last ``move`` found;
+        only the hosts whose wanted room or use changed since are touched."""
+        state, held = self.state, self._held
+        for name in sorted(self._pending):
             host = state.hosts[name]
-            state.give_slots(host, self._held.pop(name, 0))
-            take = min(wanted.get(name, 0), max(0, host.slots - host.used))
+            had, take = held.get(name, 0), self._take(host)
+            if take > had:
+                state.take_slots(host, take - had)
+            elif take < had:
+                state.give_slots(host, had - take)
             if take:
-                state.take_slots(host, take)
-                self._held[name] = take
+                held[name] = take
+            else:
+                held.pop(name, None)
+        self._pending.clear()
+        self._change = 0
+
+    def clear(self) -> None:
+        """Give back all the room held (the search ends)."""
+        self._wanted.clear()
+        self._in.clear()
+        self._pending = dict.fromkeys(self._held, 0)
+        self.apply()
+
+    def _take(self, host: Host) -> int:
+        """What the window holds on ``host``: the reservations' slots there, as far
+        as the slots not used by jobs allow."""
+        had = self._held.get(host.name, 0)
+        return min(self._wanted.get(host.name, 0), max(0, host.slots - (host.used - had)))
 
 
 class _Counted:
