@@ -48,6 +48,13 @@ Plan = tuple[Reservation | None, tuple[tuple[str, int], ...], int, int, int]
 #: reservations).
 Plans = dict[tuple[object, ...], Plan]
 
+#: What a session found of a job's kept reservation (its reservation of the round
+#: before) under a plan's key: the reservation (the same object: ``previous``
+#: hands the last session's on), whether it still fits bar its start having come
+#: (``ReservationBook._still_fits``), and its room free now (``_room_now``; None:
+#: not looked at). Both rest only on what the key holds, as the plan does.
+Check = tuple[Reservation, bool, tuple[tuple[str, int], ...] | None]
+
 #: A session's reservations as made in turn, for the next session to name the same
 #: list by the same number (a *chain*: 0 is the empty list): ``(chain of the list
 #: before, the reservation added) → chain``. A plan's key holds the chain of the
@@ -124,6 +131,8 @@ class PlanMemo:
 
     Attributes:
         plans: the last session's plans made by counting (``ReservationBook.plans_made``).
+        checks: the last session's checks of kept reservations, by the same keys
+            (``ReservationBook.checks_made``).
         chains: the last session's chains (``ReservationBook.chains_made``).
         names: the last session's names (``ReservationBook.names_made``).
         chain_ids: the numbers of new chains and names (never one twice).
@@ -135,6 +144,7 @@ class PlanMemo:
     """
 
     plans: Plans = field(default_factory=dict)
+    checks: dict[tuple[object, ...], Check] = field(default_factory=dict)
     chains: Chains = field(default_factory=dict)
     names: Names = field(default_factory=dict)
     chain_ids: Iterator[int] = field(default_factory=lambda: count(1))
@@ -210,6 +220,7 @@ class ReservationBook:
     _planner: Planner | None = None
     memo: PlanMemo = field(default_factory=PlanMemo)
     plans_made: Plans = field(default_factory=dict)
+    checks_made: dict[tuple[object, ...], Check] = field(default_factory=dict)
     chains_made: Chains = field(default_factory=dict)
     _chain: int = 0  # the chain of ``reservations``
     names_made: Names = field(default_factory=dict)
@@ -265,14 +276,14 @@ class ReservationBook:
         fits: bool | None = None  # whether ``kept`` still fits, once known
         plan = self._planned(key, before)
         if plan is not None and kept is not None and plan[4] != FOREVER:
-            fits = self._still_fits(kept)  # the plan says: no start before kept's
+            fits = self._kept_fits(key, kept)  # the plan says: no start before kept's
             if not fits:
                 plan = None
         if plan is None:
             bound = FOREVER if fits is False else before
             plan = self._plan(job, request, run_ns, check_cancel, bound)
             if kept is not None and plan[4] != FOREVER:  # none before the kept one's start
-                fits = self._still_fits(kept)
+                fits = self._kept_fits(key, kept)
                 if not fits:
                     plan = self._plan(job, request, run_ns, check_cancel)
             if key is not None:
@@ -287,12 +298,12 @@ class ReservationBook:
             kept is not None
             and kept != reservation
             and (reservation is None or _later(reservation, kept, policy))
-            and (self._still_fits(kept) if fits is None else fits)
+            and (self._kept_fits(key, kept) if fits is None else fits)
         ):
             # A promise stands while it can be kept: planned afresh, the room may
             # come out on other hosts or later (other jobs' hosts moved), and a
             # job's start would drift later round after round.
-            reservation, held = kept, dict(self._room_now(kept))
+            reservation, held = kept, dict(self._kept_room(key, kept))
             self.fit[id(kept)] = kept
         reservation = _on_the_clock(reservation)
         if reservation is None:
@@ -455,6 +466,35 @@ class ReservationBook:
             if take > 0:
                 out.append((name, take))
         return tuple(out)
+
+    def _kept_fits(self, key: tuple[object, ...] | None, kept: Reservation) -> bool:
+        """``_still_fits`` of the job's kept reservation, taken from the last
+        session's check under the same plan key when that was of this very
+        reservation (all it rests on but the clock is in the key, and a start
+        that has come is looked at again), and noted for the next session."""
+        if key is None:
+            return self._still_fits(kept)
+        check = self.checks_made.get(key)
+        if check is None or check[0] is not kept:
+            check = self.memo.checks.get(key)
+        if check is None or check[0] is not kept:
+            check = (kept, self._still_fits(kept), None)
+        self.checks_made[key] = check
+        return check[1] and kept.start_ts > self.now
+
+    def _kept_room(
+        self, key: tuple[object, ...] | None, kept: Reservation
+    ) -> tuple[tuple[str, int], ...]:
+        """``_room_now`` of the job's kept reservation, known from the check under
+        the same plan key (``_kept_fits``) once looked at, and noted there."""
+        check = None if key is None else self.checks_made.get(key)
+        if check is None or check[0] is not kept:
+            return self._room_now(kept)
+        if check[2] is None:
+            assert key is not None
+            check = self.checks_made[key] = (kept, check[1], self._room_now(kept))
+        assert check[2] is not None
+        return check[2]
 
     def _still_fits(self, reservation: Reservation) -> bool:
         """Whether a reservation of the last round still fits as it is: it starts
@@ -817,6 +857,7 @@ class ReservationBook:
         session (the session ends)."""
         memo = self.memo
         memo.plans, memo.chains, memo.names = self.plans_made, self.chains_made, self.names_made
+        memo.checks = self.checks_made
         if self.held:
             state = self.state
             for name, slots in self.phantom.items():
