@@ -35,6 +35,7 @@ import bisect
 import heapq
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from itertools import accumulate
+from operator import itemgetter
 
 from sortedcontainers import SortedDict
 from xce_schemas import HostStatus, JobAlloc
@@ -339,10 +340,23 @@ class _Counted:
         """Make the profile (when the first search behind ``_PRUNE_FROM``
         reservations needs it): now, and the running jobs' expected ends."""
         self._built = True
-        self._steps = SortedDict()
-        self._step(self.now, 0, True)
+        # What ``started`` does for each running job, with no reservation counted
+        # yet (none can be run into): summed in a plain dict, sorted once.
+        now, free_from = self.now, self._free_from
+        steps: dict[int, tuple[int, bool]] = {now: (0, True)}
         for end, job in self._ends:
-            self.started(job, end)
+            freed = self._freed(job)
+            for name in freed:
+                free_from[name] = end
+            if end < FOREVER and freed:
+                at = max(end, now)
+                old = steps.get(at)
+                change, appears = len(freed), end > now
+                steps[at] = (
+                    (change, appears) if old is None else (old[0] + change, old[1] or appears)
+                )
+        self._steps = SortedDict(steps)
+        self._cumulative = None
 
     def started(self, job: Job, end: int) -> None:
         """A job runs until ``end`` (ns): its hosts are free from then on. One that
@@ -390,23 +404,30 @@ class _Counted:
             self._exact = False  # not the list the profile was built on
             return
         now, fit = self.now, self._fit
+        windows = self._windows
         for reservation in reservations[len(folded) :]:
             folded.append(reservation)
             start, until = max(reservation.start_ts, now), reservation.until
-            names = [name for name, _ in reservation.hosts]
-            self._shape_list.append(self._shape(reservation))
+            shape = self._shape(reservation)
+            names = shape[2]
+            self._shape_list.append(shape)
             if fit.get(id(reservation)) is not reservation and not self._holds_free(
                 start, until, names, phantom
             ):
                 self._exact = False
+            window = (start, until)
             for name in names:
-                self._windows.setdefault(name, []).append((start, until))
+                known = windows.get(name)
+                if known is None:
+                    windows[name] = [window]
+                else:
+                    known.append(window)
             self._step(start, -len(names), False)
             if until < FOREVER:
                 self._step(until, len(names), until > now)
 
     def _holds_free(
-        self, start: int, until: int, names: list[str], phantom: dict[str, int]
+        self, start: int, until: int, names: Iterable[str], phantom: dict[str, int]
     ) -> bool:
         """Whether hosts ``names`` are each free by ``start`` and held by no counted
         reservation within ``[start, until)`` (what the profile's count assumes)."""
@@ -429,11 +450,12 @@ class _Counted:
         if self._cumulative is None:
             steps = self._steps
             assert steps is not None, "the profile is made first (_build)"
-            changes = steps.values()
+            keys = list(steps)  # (a sorted dict's values view iterates in Python)
+            changes = list(map(steps.__getitem__, keys))
             self._cumulative = (
-                list(steps.keys()),
-                list(accumulate(change for change, _ in changes)),
-                [appears for _, appears in changes],
+                keys,
+                list(accumulate(map(itemgetter(0), changes))),
+                list(map(itemgetter(1), changes)),
             )
         return self._cumulative
 
