@@ -19,13 +19,15 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from xce_core import backfill
 from xce_core.alloc import planner
+from xce_core.alloc.outcome import Reservation
 from xce_core.core import SchedCore
 from xce_core.snapshot import save_snapshot
+from xce_core.state import ClusterState
 from xce_driver.simulate import run_simulation
 from xce_driver.workloads.lublin import generate_lublin
 from xce_driver.workloads.mapping import MappedWorkload, SimJob, map_trace
 from xce_driver.workloads.swf import read_swf
-from xce_schemas import BackfillPolicy, JobState, QueueSpec, dump_decision
+from xce_schemas import BackfillPolicy, HostStatus, JobState, QueueSpec, dump_decision
 
 from tests.driver.conftest import shared_trace
 
@@ -40,7 +42,10 @@ def shortcuts(mode: str) -> Iterator[None]:
     counting, no reuse, and a kept reservation does not bound the search."""
     with pytest.MonkeyPatch.context() as patch:
         if mode in ("no-reuse", "no-prune", "generic"):
-            patch.setattr(backfill.ReservationBook, "_planned", lambda self, key, before: None)
+            book = backfill.ReservationBook
+            patch.setattr(book, "_planned", lambda self, key, before: None)
+            patch.setattr(book, "_kept_fits", lambda self, key, kept: self._still_fits(kept))
+            patch.setattr(book, "_kept_room", lambda self, key, kept: self._room_now(kept))
         if mode == "no-prune":
             patch.setattr(planner, "_PRUNE_FROM", 1 << 62)
         if mode == "generic":
@@ -255,3 +260,55 @@ def test_reservations_past_the_clocks_end_are_not_made_and_snapshots_still_save(
     reservation = core.state.reservations[3]
     assert reservation.start_ts == now + 11 * NS and reservation.end_ts is None
     save_snapshot(core)
+
+
+window_case = st.tuples(
+    # reservations: (start, length, host, slots), on hosts of 3 slots
+    st.lists(
+        st.tuples(st.integers(0, 30), st.integers(0, 12), st.integers(0, 3), st.integers(1, 3))
+    ),
+    st.integers(0, 15),  # the window's length
+    # instants tried, each with slots jobs give back on hosts by then: (gap, host, slots)
+    st.lists(st.tuples(st.integers(0, 6), st.integers(0, 3), st.integers(0, 2)), max_size=8),
+)
+
+
+@given(case=window_case)
+@settings(max_examples=200, deadline=None)
+def test_window_holds_what_the_overlapping_reservations_want(
+    case: tuple[list[tuple[int, int, int, int]], int, list[tuple[int, int, int]]],
+) -> None:
+    """The moving window holds, on each host, the slots of exactly the reservations
+    overlapping ``[at, at + length)``, as far as the slots jobs leave allow, after
+    every move (whichever instants were passed over without ``apply``), and gives
+    everything back at the end."""
+    specs, length, steps = case
+    state = ClusterState()
+    for i in range(4):
+        state.add_host(f"h{i}", 3, HostStatus.OK)
+        state.take_slots(state.hosts[f"h{i}"], 2)  # jobs, given back as steps go
+    reservations = [
+        Reservation(n, start, start + run, ((f"h{host}", slots),))
+        for n, (start, run, host, slots) in enumerate(specs)
+    ]
+    window = planner._Window(state, reservations, length)
+    jobs = {f"h{i}": 2 for i in range(4)}
+    at = 0
+    for n, (gap, host, slots) in enumerate(steps):
+        at += gap
+        name = f"h{host}"
+        given = min(slots, jobs[name])
+        jobs[name] -= given
+        state.give_slots(state.hosts[name], given)
+        window.move(at, [name])
+        wanted = {f"h{i}": 0 for i in range(4)}
+        for r in reservations:
+            if r.overlaps(at, at + length):
+                wanted[r.hosts[0][0]] += r.hosts[0][1]
+        held = {name: min(wanted[name], 3 - jobs[name]) for name in wanted}
+        assert window.free_slots() == sum(3 - jobs[name] - held[name] for name in held)
+        if n % 2:  # (an instant passed over leaves its changes to the next apply)
+            window.apply()
+            assert {name: state.hosts[name].used - jobs[name] for name in held} == held
+    window.clear()
+    assert {name: state.hosts[name].used for name in jobs} == jobs
