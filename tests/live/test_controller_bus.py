@@ -316,7 +316,9 @@ def test_a_reader_hands_over_in_order_past_lost_deliveries_and_gives_back_redeli
         js = nc.jetstream()
         for i in range(1, 31):
             await js.publish(f"test.chain.{i % 3}", b"%d" % i)
-        config = ConsumerConfig(durable_name="reader", ack_policy=AckPolicy.ALL, ack_wait=1.0)
+        # An ack wait long enough that 1..4 are acknowledged before it ends even on a
+        # loaded machine (at 1 s, a busy CI box saw 2..4 delivered again as stale).
+        config = ConsumerConfig(durable_name="reader", ack_policy=AckPolicy.ALL, ack_wait=3.0)
         await js.add_consumer(STREAM, config)
         sub: Fetcher = (
             await PullConsumer.bind(nc, STREAM, "reader")
