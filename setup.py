@@ -3,8 +3,8 @@
 With ``XCE_MYPYC=1`` (``build_support/backend.py`` then brings mypy into the build),
 the scheduling core's modules are compiled to C extensions by mypyc: the same code,
 the same decisions, about 1.2 times as fast. Without it, or without mypyc or a C
-compiler, or for an editable install, the build says why on stderr and the package is
-pure Python, as it always works.
+compiler, or for an editable install, the package is pure Python, as it always works,
+and the build says why on stderr (pip shows a build's output with ``-v``).
 """
 
 from __future__ import annotations
@@ -25,11 +25,11 @@ CORE = Path("services/core/xce_core")
 PURE = {"__init__.py", "errors.py", "plugins.py", "in_tree.py", "parser.py"}
 
 
-def _why_not() -> str | None:
-    """Why the core is not compiled in this build, or None when it is."""
+def _why_not(step: str) -> str | None:
+    """Why the core is not compiled in this build step, or None when it is."""
     if os.environ.get("XCE_MYPYC") != "1":
         return "XCE_MYPYC=1 is not set"
-    if os.environ.get("XCE_EDITABLE") == "1":
+    if step == "editable":
         return "an editable install is never compiled (the source would be shadowed)"
     try:
         import mypyc.build  # noqa: F401
@@ -42,10 +42,15 @@ def _why_not() -> str | None:
 
 
 def compiled_modules() -> list[object]:
-    """The extension modules of the compiled core (empty for a pure-Python build)."""
-    if os.environ.get("XCE_BUILD_REQUIRES") == "1":
-        return []  # asked only what the build needs (build_support/backend.py)
-    why = _why_not()
+    """The extension modules of the compiled core (empty for a pure-Python build).
+
+    Only the steps that make the package compile or say why not: asked what it needs
+    (``requires``) or its metadata, the build has no answer yet and says nothing
+    (``build_support/backend.py`` sets ``XCE_BUILD_STEP``)."""
+    step = os.environ.get("XCE_BUILD_STEP", "wheel")
+    if step in ("requires", "metadata"):
+        return []
+    why = _why_not(step)
     if why is not None:
         if os.environ.get("XCE_MYPYC") == "1":
             print(f"xce-scheduler: building pure Python: {why}", file=sys.stderr)

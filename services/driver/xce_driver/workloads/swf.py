@@ -321,15 +321,28 @@ def _number(raw: str, name: str, where: str) -> int | float:
         if not math.isfinite(number):
             raise SwfError(f"{where}: {show_text(raw)} is not a finite number")
         return number
-    # Some archive logs write integral fields as "12.0"; accept exact integers. Read
-    # as a decimal, not a float: "50.0000000000000001" is not whole, and "1e30" is
-    # 31 digits, however a float would round them.
-    exact = Decimal(raw)
-    if exact != exact.to_integral_value():
+    # Some archive logs write integral fields as "12.0"; accept exact integers.
+    exact = _exact(raw)
+    if exact is None or exact != exact.to_integral_value():
         raise SwfError(f"{where}: {show_text(raw)} is not a whole number")
     if exact and exact.adjusted() >= MAX_DIGITS:
         raise SwfError(f"{where}: {show_text(raw)} is too large (more than {MAX_DIGITS} digits)")
     return int(exact)
+
+
+def _exact(raw: str) -> Decimal | None:
+    """A decimal as written (``_DECIMAL``), exactly: not as a float would round it
+    ("50.0000000000000001" is not whole, "1e30" has 31 digits). An exponent beyond
+    what ``Decimal`` holds is decided here: a huge one is returned as 10**MAX_DIGITS
+    (too large), a huge negative one as None (not whole) unless the digits are 0."""
+    mantissa, _, exponent = raw.lower().partition("e")
+    digits = Decimal(mantissa)
+    if not exponent or not digits:
+        return digits
+    if len(exponent.lstrip("+-").lstrip("0")) > 9:  # |exponent| >= 10**9
+        return None if exponent.startswith("-") else Decimal(10) ** MAX_DIGITS
+    sign, numerals, shift = digits.as_tuple()
+    return Decimal((sign, numerals, int(shift) + int(exponent)))
 
 
 def _lines(path: Path) -> Iterator[str]:
