@@ -173,6 +173,29 @@ def test_start_from_a_later_snapshot(tmp_path: Path) -> None:
     assert 0 < result.stats.events < replay(path).stats.events
 
 
+@pytest.mark.parametrize("verify", [False, True], ids=["replay", "--sim-verify"])
+@pytest.mark.parametrize(
+    ("damage", "said"),
+    [
+        ({"bogus": 1}, r"jobs\[0\]\.bogus: Extra inputs are not permitted"),
+        ({"tasks": 0}, r"jobs\[0\]\.tasks: Input should be greater than or equal to 1"),
+    ],
+    ids=["unknown field", "no tasks"],
+)
+def test_a_damaged_later_snapshot_is_an_error_replayed_from_or_not(
+    tmp_path: Path, verify: bool, damage: dict[str, object], said: str
+) -> None:
+    # A periodic SNAPSHOT the replay does not start from was passed over unchecked:
+    # exit 0 on a damaged file, or under --sim-verify a "differs" naming no field.
+    lines = lines_of(record(tmp_path / "r.jsonl", interval=50))
+    later = [i for i, line in enumerate(lines) if line["type"] == "SNAPSHOT"][2]
+    assert lines[later]["data"]["jobs"], "the snapshot holds a job to damage"
+    lines[later]["data"]["jobs"][0].update(damage)
+    path = write_lines(tmp_path / "damaged.jsonl", lines)
+    with pytest.raises(ReplayError, match=rf"damaged.jsonl:{later + 1}: SNAPSHOT data\.{said}"):
+        replay(path, ReplayOptions(verify=verify))
+
+
 def test_no_snapshot_before_the_start(tmp_path: Path) -> None:
     lines = lines_of(record(tmp_path / "r.jsonl", jobs=20))
     later = 10 * NS

@@ -409,7 +409,15 @@ class _Run:
             self._recorded.append(line)
 
     def check_snapshot(self, line: Line) -> None:
-        """Compare a recorded periodic SNAPSHOT with the replayed state."""
+        """Check a recorded periodic SNAPSHOT is a valid core state (a damaged one is
+        a damaged recording, replayed from or not), and compare it with the replayed
+        state when verifying.
+
+        Raises:
+            ReplayError: the SNAPSHOT's data is not a valid core state (named by line
+                and field).
+        """
+        load_start(self.path, line)
         if not self.verify:
             return
         self.settle()
