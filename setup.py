@@ -26,9 +26,7 @@ PURE = {"__init__.py", "errors.py", "plugins.py", "in_tree.py", "parser.py"}
 
 
 def _why_not(step: str) -> str | None:
-    """Why the core is not compiled in this build step, or None when it is."""
-    if os.environ.get("XCE_MYPYC") != "1":
-        return "XCE_MYPYC=1 is not set"
+    """Why the core, asked for, is not compiled in this build step, or None when it is."""
     if step == "editable":
         return "an editable install is never compiled (the source would be shadowed)"
     try:
@@ -44,16 +42,15 @@ def _why_not(step: str) -> str | None:
 def compiled_modules() -> list[object]:
     """The extension modules of the compiled core (empty for a pure-Python build).
 
-    Only the steps that make the package compile or say why not: asked what it needs
-    (``requires``) or its metadata, the build has no answer yet and says nothing
-    (``build_support/backend.py`` sets ``XCE_BUILD_STEP``)."""
+    Only when ``XCE_MYPYC=1``, and only in the steps that make the package: asked what
+    it needs (``requires``) or its metadata, the build has no answer yet and says
+    nothing (``build_support/backend.py`` sets ``XCE_BUILD_STEP``)."""
     step = os.environ.get("XCE_BUILD_STEP", "wheel")
-    if step in ("requires", "metadata"):
+    if os.environ.get("XCE_MYPYC") != "1" or step in ("requires", "metadata"):
         return []
     why = _why_not(step)
     if why is not None:
-        if os.environ.get("XCE_MYPYC") == "1":
-            print(f"xce-scheduler: building pure Python: {why}", file=sys.stderr)
+        print(f"xce-scheduler: building pure Python: {why}", file=sys.stderr)
         return []
     from mypyc.build import mypycify
 

@@ -13,10 +13,10 @@ why not only where that is the answer.
 
 from __future__ import annotations
 
+import functools
 import os
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
-from typing import Any, TypeVar
+from collections.abc import Callable
+from typing import Any
 
 from setuptools import build_meta
 from setuptools.build_meta import *  # noqa: F403  (the hooks this module does not change)
@@ -31,75 +31,36 @@ _COMPILE_REQUIRES = [
     "mypy-extensions>=1.0",
 ]
 
-_T = TypeVar("_T")
 
+def _in_step(name: str, hook: Callable[..., Any]) -> Callable[..., Any]:
+    """setuptools' ``hook`` (same arguments, same result), with ``XCE_BUILD_STEP`` set
+    to ``name`` while it runs ``setup.py``: ``requires``, ``metadata``, ``editable``
+    or ``wheel``."""
 
-@contextmanager
-def _step(name: str) -> Iterator[None]:
-    """``XCE_BUILD_STEP`` is ``name`` while setuptools runs ``setup.py`` for a hook:
-    ``requires``, ``metadata``, ``editable`` or ``wheel``."""
-    os.environ["XCE_BUILD_STEP"] = name
-    try:
-        yield
-    finally:
-        del os.environ["XCE_BUILD_STEP"]
+    @functools.wraps(hook)
+    def run(*args: Any, **kwargs: Any) -> Any:
+        os.environ["XCE_BUILD_STEP"] = name
+        try:
+            return hook(*args, **kwargs)
+        finally:
+            del os.environ["XCE_BUILD_STEP"]
 
-
-def _in_step(name: str, hook: Callable[..., _T], *args: Any) -> _T:
-    with _step(name):
-        return hook(*args)
+    return run
 
 
 def get_requires_for_build_wheel(config_settings: dict[str, Any] | None = None) -> list[str]:
     """setuptools' requirements, and mypy's when ``XCE_MYPYC=1``."""
-    requires = _in_step("requires", build_meta.get_requires_for_build_wheel, config_settings)
+    requires = _in_step("requires", build_meta.get_requires_for_build_wheel)(config_settings)
     extra = _COMPILE_REQUIRES if os.environ.get("XCE_MYPYC") == "1" else []
     return [*requires, *extra]
 
 
-def prepare_metadata_for_build_wheel(
-    metadata_directory: str, config_settings: dict[str, Any] | None = None
-) -> str:
-    """The wheel's metadata, without compiling (the wheel's build compiles)."""
-    return _in_step(
-        "metadata", build_meta.prepare_metadata_for_build_wheel, metadata_directory, config_settings
-    )
-
-
-def build_wheel(
-    wheel_directory: str,
-    config_settings: dict[str, Any] | None = None,
-    metadata_directory: str | None = None,
-) -> str:
-    """The wheel: compiled when ``XCE_MYPYC=1`` and mypyc and a C compiler are there."""
-    return _in_step(
-        "wheel", build_meta.build_wheel, wheel_directory, config_settings, metadata_directory
-    )
-
-
-def get_requires_for_build_editable(config_settings: dict[str, Any] | None = None) -> list[str]:
-    """setuptools' requirements alone: an editable install is pure Python."""
-    return _in_step("editable", build_meta.get_requires_for_build_editable, config_settings)
-
-
-def prepare_metadata_for_build_editable(
-    metadata_directory: str, config_settings: dict[str, Any] | None = None
-) -> str:
-    """The editable install's metadata (pure Python)."""
-    return _in_step(
-        "editable",
-        build_meta.prepare_metadata_for_build_editable,
-        metadata_directory,
-        config_settings,
-    )
-
-
-def build_editable(
-    wheel_directory: str,
-    config_settings: dict[str, Any] | None = None,
-    metadata_directory: str | None = None,
-) -> str:
-    """An editable install, always pure Python."""
-    return _in_step(
-        "editable", build_meta.build_editable, wheel_directory, config_settings, metadata_directory
-    )
+#: The wheel's metadata is made without compiling (the wheel's build compiles), and an
+#: editable install is always pure Python.
+prepare_metadata_for_build_wheel = _in_step("metadata", build_meta.prepare_metadata_for_build_wheel)
+build_wheel = _in_step("wheel", build_meta.build_wheel)
+get_requires_for_build_editable = _in_step("editable", build_meta.get_requires_for_build_editable)
+prepare_metadata_for_build_editable = _in_step(
+    "editable", build_meta.prepare_metadata_for_build_editable
+)
+build_editable = _in_step("editable", build_meta.build_editable)
