@@ -16,3 +16,9 @@ class WireModel(BaseModel):
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+#: What a plain slotted wire class (a stdlib dataclass: decisions, event envelopes, a
+#: snapshot's jobs) gives pydantic as ``__pydantic_config__``: unknown fields refused
+#: where it is read, as a ``WireModel``'s.
+PLAIN_WIRE = ConfigDict(extra="forbid")

@@ -17,9 +17,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Annotated, Any, Literal
 
-from pydantic import ConfigDict, Field, TypeAdapter
+from pydantic import Field, TypeAdapter
 
 from xce_schemas.alloc import JobAlloc
+from xce_schemas.base import PLAIN_WIRE
 from xce_schemas.events import JobId, TimestampNs
 from xce_schemas.pending import PendingReason
 
@@ -31,15 +32,11 @@ SIGCONT = 18
 HOOK_DETAIL_JOB_STOP = 65
 
 
-#: How pydantic reads the decisions at a boundary: unknown fields refused.
-_WIRE = ConfigDict(extra="forbid")
-
-
 @dataclass(slots=True, kw_only=True, unsafe_hash=True)
 class NewSession:
     """A scheduling session began: ``session`` counts sessions from 1."""
 
-    __pydantic_config__ = _WIRE
+    __pydantic_config__ = PLAIN_WIRE
 
     op: Literal["NEW_SESSION"] = "NEW_SESSION"
     ts: TimestampNs
@@ -50,7 +47,7 @@ class NewSession:
 class Dispatch:
     """Start ``jobid`` on the allocation ``alloc``."""
 
-    __pydantic_config__ = _WIRE
+    __pydantic_config__ = PLAIN_WIRE
 
     op: Literal["DISPATCH"] = "DISPATCH"
     ts: TimestampNs
@@ -62,7 +59,7 @@ class Dispatch:
 class Pend:
     """``jobid`` stays pending for this session, because of ``reason``."""
 
-    __pydantic_config__ = _WIRE
+    __pydantic_config__ = PLAIN_WIRE
 
     op: Literal["PEND"] = "PEND"
     ts: TimestampNs
@@ -74,7 +71,7 @@ class Pend:
 class Preempt:
     """Suspend the victims so that ``preempting_jobid`` can start (Req 6 AC 1, 8)."""
 
-    __pydantic_config__ = _WIRE
+    __pydantic_config__ = PLAIN_WIRE
 
     op: Literal["PREEMPT"] = "PREEMPT"
     ts: TimestampNs
@@ -88,7 +85,7 @@ class Preempt:
 class Resume:
     """Resume the suspended ``jobid`` on the hosts it held (signal SIGCONT)."""
 
-    __pydantic_config__ = _WIRE
+    __pydantic_config__ = PLAIN_WIRE
 
     op: Literal["RESUME"] = "RESUME"
     ts: TimestampNs

@@ -12,10 +12,10 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Annotated, Any, Literal
 
-from pydantic import ConfigDict, Field, Strict, TypeAdapter, ValidationInfo, field_validator
+from pydantic import Field, Strict, TypeAdapter, ValidationInfo, field_validator
 from pydantic_core import PydanticCustomError
 
-from xce_schemas.base import WireModel
+from xce_schemas.base import PLAIN_WIRE, WireModel
 from xce_schemas.windows import parse_window
 
 #: A name of a queue, host, user, project or resource: no spaces, not empty.
@@ -413,15 +413,12 @@ _NO_PAYLOAD = BeginRoundPayload()
 # stay pydantic models, checked where they are made. Envelopes hash by value and
 # nothing may change one once made (why they are not frozen: ``xce_schemas.alloc``).
 
-#: How pydantic reads the envelopes at a boundary: unknown fields refused.
-_WIRE = ConfigDict(extra="forbid")
-
 
 @dataclass(slots=True, kw_only=True, unsafe_hash=True)
 class ConfigPush:
     """Full configuration push (startup or change)."""
 
-    __pydantic_config__ = _WIRE
+    __pydantic_config__ = PLAIN_WIRE
 
     type: Literal["CONFIG_PUSH"] = "CONFIG_PUSH"
     ts: TimestampNs
@@ -432,7 +429,7 @@ class ConfigPush:
 class JobsPush:
     """Newly submitted jobs."""
 
-    __pydantic_config__ = _WIRE
+    __pydantic_config__ = PLAIN_WIRE
 
     type: Literal["JOBS_PUSH"] = "JOBS_PUSH"
     ts: TimestampNs
@@ -443,7 +440,7 @@ class JobsPush:
 class WorkersPush:
     """Host list update."""
 
-    __pydantic_config__ = _WIRE
+    __pydantic_config__ = PLAIN_WIRE
 
     type: Literal["WORKERS_PUSH"] = "WORKERS_PUSH"
     ts: TimestampNs
@@ -454,7 +451,7 @@ class WorkersPush:
 class ResourcesPush:
     """Resource definitions."""
 
-    __pydantic_config__ = _WIRE
+    __pydantic_config__ = PLAIN_WIRE
 
     type: Literal["RESOURCES_PUSH"] = "RESOURCES_PUSH"
     ts: TimestampNs
@@ -465,7 +462,7 @@ class ResourcesPush:
 class ResvalsFull:
     """Full resource-value snapshot."""
 
-    __pydantic_config__ = _WIRE
+    __pydantic_config__ = PLAIN_WIRE
 
     type: Literal["RESVALS_FULL"] = "RESVALS_FULL"
     ts: TimestampNs
@@ -476,7 +473,7 @@ class ResvalsFull:
 class ResvalsDelta:
     """Incremental resource-value update."""
 
-    __pydantic_config__ = _WIRE
+    __pydantic_config__ = PLAIN_WIRE
 
     type: Literal["RESVALS_DELTA"] = "RESVALS_DELTA"
     ts: TimestampNs
@@ -487,7 +484,7 @@ class ResvalsDelta:
 class JobStateChange:
     """Job started / exited / failed / suspended / requeued."""
 
-    __pydantic_config__ = _WIRE
+    __pydantic_config__ = PLAIN_WIRE
 
     type: Literal["JOB_STATE_CHANGE"] = "JOB_STATE_CHANGE"
     ts: TimestampNs
@@ -498,7 +495,7 @@ class JobStateChange:
 class JobUpdate:
     """In-place job field update."""
 
-    __pydantic_config__ = _WIRE
+    __pydantic_config__ = PLAIN_WIRE
 
     type: Literal["JOB_UPDATE"] = "JOB_UPDATE"
     ts: TimestampNs
@@ -509,7 +506,7 @@ class JobUpdate:
 class QueueUpdate:
     """Queue definition update."""
 
-    __pydantic_config__ = _WIRE
+    __pydantic_config__ = PLAIN_WIRE
 
     type: Literal["QUEUE_UPDATE"] = "QUEUE_UPDATE"
     ts: TimestampNs
@@ -520,7 +517,7 @@ class QueueUpdate:
 class JobRusage:
     """Job resource-usage update."""
 
-    __pydantic_config__ = _WIRE
+    __pydantic_config__ = PLAIN_WIRE
 
     type: Literal["JOB_RUSAGE"] = "JOB_RUSAGE"
     ts: TimestampNs
@@ -531,7 +528,7 @@ class JobRusage:
 class BeginRound:
     """Trigger a scheduling round (session) at logical time ``ts``."""
 
-    __pydantic_config__ = _WIRE
+    __pydantic_config__ = PLAIN_WIRE
 
     type: Literal["BEGIN_ROUND"] = "BEGIN_ROUND"
     ts: TimestampNs

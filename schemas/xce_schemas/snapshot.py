@@ -11,10 +11,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Annotated, Any
 
-from pydantic import ConfigDict, Field
+from pydantic import Field
 
 from xce_schemas.alloc import JobAlloc
-from xce_schemas.base import WireModel
+from xce_schemas.base import PLAIN_WIRE, WireModel
 from xce_schemas.events import (
     HostStatus,
     JobId,
@@ -29,9 +29,6 @@ from xce_schemas.pending import PendingReason
 
 #: The snapshot layout version this package reads and writes.
 SNAPSHOT_VERSION = 1
-
-#: How pydantic reads the plain classes of the document: unknown fields refused.
-_WIRE = ConfigDict(extra="forbid")
 
 
 class ObjectTable(WireModel):
@@ -74,7 +71,7 @@ class JobStateDoc:
     written as before the fields existed, and such a snapshot loads.
     """
 
-    __pydantic_config__ = _WIRE
+    __pydantic_config__ = PLAIN_WIRE
 
     jobid: JobId
     queue: str

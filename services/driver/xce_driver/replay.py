@@ -287,7 +287,8 @@ def find_snapshot(path: Path, start_ts: int | None, force: bool) -> StartPoint:
 
 
 def load_start(path: Path, line: Line) -> CoreSnapshot:
-    """The core state of a SNAPSHOT line (``StartPoint.line`` or ``.first``).
+    """The core state of a SNAPSHOT line: the one a replay starts from
+    (``StartPoint.line`` or ``.first``), or a later one it checks (``_Run.check_snapshot``).
 
     Raises:
         ReplayError: the SNAPSHOT's data is not a valid core state (named by line).
