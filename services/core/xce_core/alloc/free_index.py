@@ -1,50 +1,55 @@
 """An index of hosts by free slots, so allocation never scans every host.
 
-Hosts that take jobs (status ok) and have at least one free slot are kept in one
-sorted bucket per free-slot count, ordered by host order. From it the allocators get,
-in O(distinct free counts):
+Hosts that take jobs (status ok) and have at least one free slot are kept as bits
+of one integer per free-slot count (bit ``p`` set: the host at position ``p`` has
+that many free), so host order is bit order. From it the allocators get, in
+O(distinct free counts):
 
 * how many hosts have at least ``k`` free slots (to skip a plan that cannot fit
   without looking at a single host), and
 * the total of free slots (to fail a job that needs more at once),
 
 and, lazily and in host order, the hosts with at least ``k`` free slots.
+
+Why bits, not sorted lists of positions: every host a job takes or frees updates
+the index (twice per host and job), and flipping a bit in a Python integer costs a
+fraction of inserting into or removing from a sorted list, while the hosts with at
+least ``k`` free are the OR of a few integers, read in order without a merge.
 """
 
 from __future__ import annotations
 
-import heapq
 from collections.abc import Iterator
 from typing import ClassVar
 
-from sortedcontainers import SortedDict, SortedList
+_WORD = (1 << 64) - 1
 
 
 class FreeSlotIndex:
-    """Host positions bucketed by their free-slot count.
+    """Host positions grouped by their free-slot count, as bit masks.
 
     Host positions are the hosts' places in host order (0, 1, ...). Only hosts with
     ``free >= 1`` are held. The caller keeps it in step with every change of a
     host's free slots through ``update``.
 
-    Besides the buckets, every held position is also in one sorted list, ``_any``: a
-    request that any held host can take (one slot, or no more than the fewest free
-    slots held) is answered from it in O(1) (the count) and without merging buckets
-    (the hosts in order). That is the common case: most jobs ask for one slot. The
-    list is a cache made the first time hosts of two free counts are held: while
-    every held host has the same count (a cluster of one-slot hosts, always) the one
-    bucket is that list, and each update moves a position in one sorted list, not two.
+    Besides the mask of each count, ``_all`` holds every held position: a request
+    that any held host can take (one slot, or no more than the fewest free slots
+    held) is answered from it and ``_held`` in O(1). That is the common case: most
+    jobs ask for one slot, and on a cluster of one-slot hosts every held host has
+    one free slot.
     """
 
-    __slots__ = ("_any", "_buckets", "_free", "_held", "_preferred", "_total")
+    __slots__ = ("_all", "_counts", "_free", "_held", "_masks", "_preferred", "_total")
 
-    #: Slots that only cache what the others hold, as ``CACHE`` marks a state
-    #: dataclass's fields: not state, so a copy may have them made or not.
-    CACHE_SLOTS: ClassVar[frozenset[str]] = frozenset({"_any"})
+    #: Slots that only cache what ``_free`` holds, as ``CACHE`` marks a state
+    #: dataclass's fields: not state of their own (their dicts' order is the order
+    #: free counts were first seen, which a snapshot load does not repeat).
+    CACHE_SLOTS: ClassVar[frozenset[str]] = frozenset({"_all", "_counts", "_held", "_masks"})
 
     def __init__(self) -> None:
-        self._buckets: SortedDict = SortedDict()  # free slots → SortedList of positions
-        self._any: SortedList | None = None  # every position with free >= 1, once made
+        self._masks: dict[int, int] = {}  # free slots → bit mask of positions
+        self._counts: dict[int, int] = {}  # free slots → how many positions
+        self._all = 0  # bit mask of every position with free >= 1
         self._free: list[int] = []  # by position; dense, since positions are 0, 1, ...
         self._total = 0
         self._held = 0  # positions with free >= 1
@@ -64,7 +69,7 @@ class FreeSlotIndex:
     @property
     def most_free(self) -> int:
         """The most free slots any indexed host has (0 when none has any)."""
-        return self._buckets.peekitem(-1)[0] if self._buckets else 0
+        return max(self._counts) if self._counts else 0
 
     def free_of(self, position: int) -> int:
         """The indexed free slots of the host at ``position`` (0 when not indexed)."""
@@ -82,37 +87,38 @@ class FreeSlotIndex:
             return
         frees[position] = free
         self._total += free - old
-        buckets = self._buckets
-        every = self._any
+        bit = 1 << position
+        masks, counts = self._masks, self._counts
         if old:
-            bucket = buckets[old]
-            bucket.remove(position)
-            if not bucket:
-                del buckets[old]
+            left = counts[old] - 1
+            if left:
+                counts[old] = left
+                masks[old] ^= bit
+            else:
+                del counts[old], masks[old]
             if not free:
                 self._held -= 1
-                if every is not None:
-                    every.remove(position)
+                self._all ^= bit
         if free > 0:
-            bucket = buckets.get(free)
-            if bucket is None:
-                bucket = buckets[free] = SortedList()
-            bucket.add(position)
+            if free in counts:
+                counts[free] += 1
+                masks[free] |= bit
+            else:
+                counts[free] = 1
+                masks[free] = bit
             if not old:
                 self._held += 1
-                if every is not None:
-                    every.add(position)
+                self._all |= bit
 
     def _all_qualify(self, slots: int) -> bool:
         """Whether every indexed host has at least ``slots`` free."""
-        return slots <= 1 or not self._buckets or slots <= self._buckets.peekitem(0)[0]
+        return slots <= 1 or not self._counts or slots <= min(self._counts)
 
     def count_at_least(self, slots: int) -> int:
         """How many hosts have at least ``slots`` free (``slots`` ≥ 1)."""
         if self._all_qualify(slots):
             return self._held
-        buckets = self._buckets
-        return sum(len(buckets[free]) for free in buckets.irange(minimum=slots))
+        return sum(n for free, n in self._counts.items() if free >= slots)
 
     def positions_at_least(self, slots: int) -> Iterator[int]:
         """Lazily, in host order, the positions of hosts with at least ``slots`` free.
@@ -121,19 +127,13 @@ class FreeSlotIndex:
         """
         if self._preferred:
             return self._preferred_first(slots)
-        buckets = self._buckets
-        if len(buckets) == 1 and slots <= buckets.peekitem(0)[0]:
-            return iter(buckets.peekitem(0)[1])
         if self._all_qualify(slots):
-            if self._any is None:
-                self._any = SortedList(p for bucket in buckets.values() for p in bucket)
-            return iter(self._any)
-        merged: list[Iterator[int]] = [
-            iter(buckets[free]) for free in buckets.irange(minimum=slots)
-        ]
-        if len(merged) == 1:
-            return merged[0]
-        return heapq.merge(*merged)
+            return _positions(self._all)
+        mask = 0
+        for free, bits in self._masks.items():
+            if free >= slots:
+                mask |= bits
+        return _positions(mask)
 
     def _preferred_first(self, slots: int) -> Iterator[int]:
         preferred = self._preferred
@@ -150,3 +150,20 @@ class FreeSlotIndex:
         for position in rest:
             if position not in chosen:
                 yield position
+
+
+def _positions(mask: int) -> Iterator[int]:
+    """The set bits of ``mask``, lowest first: a run of clear bits is skipped in one
+    shift, then each 64-bit word is read bit by bit."""
+    base = 0
+    while mask:
+        skip = (mask & -mask).bit_length() - 1
+        mask >>= skip
+        base += skip
+        word = mask & _WORD
+        while word:
+            low = word & -word
+            yield base + low.bit_length() - 1
+            word ^= low
+        mask >>= 64
+        base += 64
