@@ -271,6 +271,14 @@ def corrupt(change: Any) -> dict[str, Any]:
             r"jobs\[1\] \(job 2\)\.alloc: a RUN job must have one",
         ),
         (
+            lambda d: d["jobs"][1]["alloc"]["hosts"][0].update(host="nosuch"),
+            r"jobs\[1\] \(job 2\)\.alloc: unknown host 'nosuch'",
+        ),
+        (
+            lambda d: d["jobs"][2].update(alloc=d["jobs"][1]["alloc"]),
+            r"jobs\[2\] \(job 3\)\.alloc: a PEND job holds no allocation",
+        ),
+        (
             lambda d: d["counters"].update(next_instid=0),
             r"snapshot rejected: counters\.next_instid: Input should be greater than or equal to 1",
         ),
@@ -283,6 +291,8 @@ def corrupt(change: Any) -> dict[str, Any]:
         "dangling resreq reference",
         "dangling pending-reason reference",
         "running job without allocation",
+        "running job on an unknown host",
+        "pending job with an allocation",
         "instance counter at 0",
         "hosts missing",
     ],

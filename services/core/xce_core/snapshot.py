@@ -170,24 +170,14 @@ def _check(snapshot: CoreSnapshot) -> None:
     queues = {q.name for q in snapshot.queues}
     hosts = {h.name: h for h in snapshot.hosts}
     held = dict.fromkeys(hosts, 0)
+    objects = (len(snapshot.objects.resreqs), len(snapshot.objects.pend_reasons))
+    pending = set()
     for index, job in enumerate(snapshot.jobs):
-        where = f"jobs[{index}] (job {job.jobid})"
-        if job.queue not in queues:
-            raise SnapshotError(f"{where}.queue: unknown queue {job.queue!r}")
-        if job.resreq >= len(snapshot.objects.resreqs):
-            raise SnapshotError(f"{where}.resreq: no object {job.resreq} in objects.resreqs")
-        if job.pend_reason is not None and job.pend_reason >= len(snapshot.objects.pend_reasons):
-            raise SnapshotError(
-                f"{where}.pend_reason: no object {job.pend_reason} in objects.pend_reasons"
-            )
-        if (job.alloc is None) != (job.state.value == "PEND"):
-            raise SnapshotError(f"{where}.alloc: a {job.state.value} job must have one")
-        if job.alloc is not None and job.state.value == "RUN":
-            for name, slots in job.alloc.slots_by_host().items():
-                if name not in held:
-                    raise SnapshotError(f"{where}.alloc: unknown host {name!r}")
-                held[name] += slots
-    pending = {job.jobid for job in snapshot.jobs if job.state is JobState.PEND}
+        problem = _job_problem(job, queues, objects, held)
+        if problem is not None:
+            raise SnapshotError(f"jobs[{index}] (job {job.jobid}).{problem}")
+        if job.state is JobState.PEND:
+            pending.add(job.jobid)
     for index, record in enumerate(snapshot.preemptions):
         if record.preemptor not in pending:
             raise SnapshotError(
@@ -199,6 +189,34 @@ def _check(snapshot: CoreSnapshot) -> None:
                 f"hosts ({name}).used: {host.used} does not match the {held[name]} slots "
                 f"its running jobs hold (capacity {host.slots})"
             )
+
+
+def _job_problem(
+    job: JobStateDoc, queues: set[str], objects: tuple[int, int], held: dict[str, int]
+) -> str | None:
+    """What is wrong with one job of a snapshot (``field: problem``), or None; a
+    running job's slots are added to ``held`` (slots by host). ``objects``: how many
+    resource requests and pending reasons the object table has. The message is made
+    only for a job found wrong: 100,000 jobs load in under a second only if the
+    check costs little per job."""
+    if job.queue not in queues:
+        return f"queue: unknown queue {job.queue!r}"
+    if job.resreq >= objects[0]:
+        return f"resreq: no object {job.resreq} in objects.resreqs"
+    if job.pend_reason is not None and job.pend_reason >= objects[1]:
+        return f"pend_reason: no object {job.pend_reason} in objects.pend_reasons"
+    if job.alloc is not None and job.state is JobState.PEND:
+        return "alloc: a PEND job holds no allocation"
+    if job.alloc is None and job.state is not JobState.PEND:
+        return f"alloc: a {job.state.value} job must have one"
+    if job.alloc is not None and job.state is JobState.RUN:
+        slots = job.alloc.slots_by_host()
+        for name in slots:
+            if name not in held:
+                return f"alloc: unknown host {name!r}"
+        for name, taken in slots.items():
+            held[name] += taken
+    return None
 
 
 def load_snapshot(
