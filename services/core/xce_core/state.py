@@ -377,13 +377,12 @@ class ClusterState:
         self._apply(alloc, skip, -1)
 
     def _apply(self, alloc: JobAlloc, skip: frozenset[tuple[int, int]], sign: int) -> None:
-        # The walk of ``entries``, written out: it runs twice for every job (start
-        # and stop) over every host it holds, so no tuple is made per record.
-        hosts = self.hosts
-        touched: dict[str, Host] = {}
+        # The walk of ``entries`` and ``_reindex``, written out: this runs twice for
+        # every job (start and stop) over every host it holds. A host listed twice
+        # is indexed twice, the second time as it ends up.
+        hosts, update, ok = self.hosts, self.free_index.update, HostStatus.OK
         for h, host_alloc in enumerate(alloc.hosts):
-            where = host_alloc.host
-            host = touched[where] = hosts[where]
+            host = hosts[host_alloc.host]
             for a, item in enumerate(host_alloc.allocs):
                 if skip and (h, a) in skip:
                     continue
@@ -391,11 +390,11 @@ class ClusterState:
                     host.used += sign * int(item.value)
                 else:
                     _add(host.reserved, item.name, sign * item.value)
+            host.values = None
+            update(host.position, host.slots - host.used if host.status is ok else 0)
         for a, item in enumerate(alloc.shared):
             if not (skip and (-1, a) in skip):
                 _add(self.shared_in_use, item.name, sign * item.value)
-        for host in touched.values():
-            self._reindex(host)
 
     def needs(
         self, alloc: JobAlloc, skip: frozenset[tuple[int, int]] = frozenset()
