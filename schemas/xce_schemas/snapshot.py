@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Annotated, Any
 
-from pydantic import Field
+from pydantic import Field, Strict
 
 from xce_schemas.alloc import JobAlloc
 from xce_schemas.base import PLAIN_WIRE, WireModel
@@ -23,6 +23,7 @@ from xce_schemas.events import (
     ResourceDef,
     ResVal,
     SchedulerConfig,
+    StrictBool,
     TimestampNs,
 )
 from xce_schemas.pending import PendingReason
@@ -69,6 +70,9 @@ class JobStateDoc:
     so far (the current one counts from ``suspend_ts``). Both are left out of the
     document at their defaults, so a snapshot of a core that never saw them is
     written as before the fields existed, and such a snapshot loads.
+
+    Its whole numbers and booleans are strict, as the events' are: ``"tasks": "4"``
+    or ``"preempted": "no"`` is refused where a snapshot is read, not converted.
     """
 
     __pydantic_config__ = PLAIN_WIRE
@@ -77,22 +81,24 @@ class JobStateDoc:
     queue: str
     user: str
     project: str | None
-    priority: int
-    tasks: Annotated[int, Field(ge=1)]
-    resreq: Annotated[int, Field(ge=0)]
+    priority: Annotated[int, Strict()]
+    tasks: Annotated[int, Strict(), Field(ge=1)]
+    resreq: Annotated[int, Strict(), Field(ge=0)]
     submit_ts: TimestampNs
     queue_ts: TimestampNs
     state: JobState
     alloc: JobAlloc | None = None
     rusage: dict[str, float] = field(default_factory=dict)
-    pend_reason: Annotated[int | None, Field(ge=0)] = None
-    released: tuple[tuple[int, int], ...] = ()
+    pend_reason: Annotated[int | None, Strict(), Field(ge=0)] = None
+    released: tuple[tuple[Annotated[int, Strict()], Annotated[int, Strict()]], ...] = ()
     start_ts: TimestampNs = 0
     suspend_ts: TimestampNs = 0
-    preempted: bool = False
-    ignored_preemption: bool = False
-    run_limit_s: Annotated[int | None, Field(ge=1, exclude_if=lambda value: value is None)] = None
-    suspended_ns: Annotated[int, Field(ge=0, exclude_if=lambda value: value == 0)] = 0
+    preempted: StrictBool = False
+    ignored_preemption: StrictBool = False
+    run_limit_s: Annotated[
+        int | None, Strict(), Field(ge=1, exclude_if=lambda value: value is None)
+    ] = None
+    suspended_ns: Annotated[int, Strict(), Field(ge=0, exclude_if=lambda value: value == 0)] = 0
 
 
 class PreemptionDoc(WireModel):

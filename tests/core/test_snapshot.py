@@ -283,6 +283,14 @@ def corrupt(change: Any) -> dict[str, Any]:
             r"snapshot rejected: counters\.next_instid: Input should be greater than or equal to 1",
         ),
         (lambda d: d.pop("hosts"), r"snapshot rejected: hosts: Field required"),
+        (
+            lambda d: d["jobs"][0].update(tasks="4"),
+            r"snapshot rejected: jobs\[0\]\.tasks: Input should be a valid integer",
+        ),
+        (
+            lambda d: d["jobs"][0].update(preempted="no"),
+            r"snapshot rejected: jobs\[0\]\.preempted: Input should be a valid boolean",
+        ),
     ],
     ids=[
         "another layout version",
@@ -295,6 +303,8 @@ def corrupt(change: Any) -> dict[str, Any]:
         "pending job with an allocation",
         "instance counter at 0",
         "hosts missing",
+        "tasks written as a string",
+        "preempted written as a string",
     ],
 )
 def test_bad_snapshot_is_refused_by_name(change: Any, message: str) -> None:
