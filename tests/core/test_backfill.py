@@ -96,7 +96,7 @@ NO_LIMIT_FOR_2 = "reserved for job 2, and this job has no run limit"
 # --- 1. strict: head-of-line blocking ---------------------------------------------------
 
 
-def test_strict_a_later_job_that_fits_pends_order_blocked_naming_the_blocked_job() -> None:
+def test_strict_a_later_job_that_fits_pends_order_blocked_until_every_job_ahead_starts() -> None:
     sc = head_blocked(STRICT)
     sc.core.push_event(
         {
@@ -116,18 +116,20 @@ def test_strict_a_later_job_that_fits_pends_order_blocked_naming_the_blocked_job
     )
     assert round_at(sc, 1) == [
         ("PEND", 2, "NOT_ENOUGH_SLOTS", ""),
-        ("PEND", 3, "ORDER_BLOCKED", "job 2 cannot start"),
-        ("PEND", 4, "ORDER_BLOCKED", "job 2 cannot start"),
+        ("PEND", 3, "ORDER_BLOCKED", ""),
+        ("PEND", 4, "ORDER_BLOCKED", ""),
     ]
     assert sum(h.used for h in sc.core.state.host_order) == 3  # h4 left idle, as strict says
     assert list(sc.core.state.reservations) == [2]
-    # J1 ends at 10: J2 takes every host, J3 and J4 wait behind it as before.
+    # J1 ends at 10: J2 takes every host; J3 now blocks J4, whose reason is the same
+    # (no PEND: the reason names no job, so a new head is no news to those behind).
     sc.finish(1, at_s=10)
     assert round_at(sc, 10) == [
         ("DISPATCH", 2, ("h1", "h2", "h3", "h4")),
         ("PEND", 3, "NOT_ENOUGH_SLOTS", ""),
-        ("PEND", 4, "ORDER_BLOCKED", "job 3 cannot start"),
     ]
+    reason = sc.core.state.jobs[4].pend_reason
+    assert reason is not None and reason.main is PendingCode.ORDER_BLOCKED
 
 
 @pytest.mark.parametrize("backfill", [STRICT, EASY], ids=["strict", "easy"])
@@ -821,7 +823,7 @@ def reservation_checks(backfill: BackfillPolicy, depth: int | None) -> Callable[
     """After each round: at most the policy's depth of reservations, each for a job
     still pending that could run, from the round on, and each still fits (no job
     started this round took its room past its start); RESERVED names reserved jobs
-    only, ORDER_BLOCKED comes only under strict and names a pending job."""
+    only, ORDER_BLOCKED comes only under strict, to a job behind a pending one."""
 
     def check(core: SchedCore, made: list[Decision]) -> None:
         now = made[0].ts
@@ -859,8 +861,10 @@ def reservation_checks(backfill: BackfillPolicy, depth: int | None) -> Callable[
                 assert jobids and jobids <= set(state.reservations) | started, reason.detail
             if reason.main is PendingCode.ORDER_BLOCKED:
                 assert backfill is STRICT
-                blocker = int(reason.detail.split()[1])
-                assert state.jobs[blocker].state is JobState.PEND
+                assert any(
+                    j.state is JobState.PEND and j.jobid != decision.jobid
+                    for j in state.jobs.values()
+                )
 
     return check
 

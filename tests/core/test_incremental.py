@@ -477,3 +477,42 @@ def test_jobs_held_back_under_strict_are_parked_behind_their_blocker() -> None:
     # Job 2 starts: jobs 3 and 4 are offered again, in order, and start.
     assert _offers(scenario, 4) == [2, 3, 4]
     assert [d.jobid for d in scenario.decisions[-3:] if isinstance(d, Dispatch)] == [2, 3, 4]
+
+
+def test_jobs_held_back_under_strict_stay_parked_and_unannounced_when_the_head_changes() -> None:
+    """The head that blocks a strict domain changes each time one starts; the jobs
+    behind it are held back as before: no new PEND for them (their reason names no
+    job), and in the incremental loop no turn either. Before, each new head made a
+    new reason for every job behind it: on a long backlog, O(backlog) decisions and
+    turns per start."""
+    builder = cluster().hosts_n(4).configure(backfill="strict")
+    scenario = builder.build()
+    scenario.submit(job_spec(1, tasks=3), at_s=0)
+    scenario.round(0)
+    scenario.submit(
+        *(job_spec(jobid, tasks=tasks) for jobid, tasks in ((2, 2), (3, 4), (4, 1), (5, 1)))
+    )
+    assert scenario.round(1) == [
+        ("PEND", 2, "NOT_ENOUGH_SLOTS"),
+        ("PEND", 3, "ORDER_BLOCKED"),
+        ("PEND", 4, "ORDER_BLOCKED"),
+        ("PEND", 5, "ORDER_BLOCKED"),
+    ]
+    scenario.finish(1, at_s=3)
+    start = len(scenario.decisions)
+    # Job 2 starts; job 3 is the head now (2 free, it needs 4): 4 and 5 are not offered.
+    assert _offers(scenario, 3) == [2, 3]
+    made = [(type(d).__name__, d.jobid) for d in scenario.decisions[start:] if hasattr(d, "jobid")]
+    assert made == [("Dispatch", 2), ("Pend", 3)]
+    full = _incremental(builder.build(), False)
+    full.submit(job_spec(1, tasks=3), at_s=0)
+    full.round(0)
+    full.submit(
+        *(job_spec(jobid, tasks=tasks) for jobid, tasks in ((2, 2), (3, 4), (4, 1), (5, 1)))
+    )
+    full.round(1)
+    full.finish(1, at_s=3)
+    full.round(3)
+    assert [dump_decision(d) for d in full.decisions] == [
+        dump_decision(d) for d in scenario.decisions
+    ]

@@ -165,10 +165,12 @@ class _View:
         book = None if core._session is None else core._session.book
         return (-1, 0, 0, 0) if book is None else book.reserved_room()
 
-    def blocks(self, jobid: int) -> bool:
+    def blocks(self, domain: int) -> bool:
         core = self._core
         book = None if core._session is None else core._session.book
-        return book is not None and jobid in book.blocked_by.values()
+        return book is not None and any(
+            core.domain_number(blocked) == domain for blocked in book.blocked_by
+        )
 
     def check_cancel(self) -> None:
         core = self._core
@@ -236,6 +238,8 @@ class SchedCore:
         self._never_version = -1
         # What a session's planning leaves the next (caches, not state).
         self._plan_memo = PlanMemo()
+        # Backfill policy domains by number, for the jobs parked behind one.
+        self._domains: dict[str | None, int] = {}
         self.picker: JobPicker = self._make_picker(self.state.config.job_pick_plugin, None)
         self.parking: ParkingPicker | None = self._parking_of(self.picker)
         self._handlers: dict[str, Callable[[Any], None]] = {
@@ -292,6 +296,13 @@ class SchedCore:
         self.last_ts = event.ts
         self.clock.observe(event.ts)
         self.events += 1
+
+    def domain_number(self, domain: str | None) -> int:
+        """The number of a backfill policy domain (``backfill.Policy.domain``: the
+        queue that overrides the policy, or None), the same for the core's life: a
+        job held back under ``strict`` is parked behind its domain's number
+        (``ParkingPicker.park``)."""
+        return self._domains.setdefault(domain, len(self._domains))
 
     def explain(self, jobid: int) -> PendingReason | None:
         """Why a pending job pends now, with the per-host detail PEND decisions leave

@@ -129,11 +129,11 @@ class CoreView(Protocol):
         slots are more than ``outside`` and at most ``free``."""
         ...
 
-    def blocks(self, jobid: int) -> bool:
-        """For jobs parked behind another (``ParkingPicker``), O(policy domains):
-        whether job ``jobid`` blocks, so far this session, every later job of its
-        backfill policy's domain (``strict``: it could not start). A job parked
-        behind it is to be offered unless it does."""
+    def blocks(self, domain: int) -> bool:
+        """For jobs held back under ``strict`` (``ParkingPicker``), O(policy domains):
+        whether a job of backfill policy domain number ``domain`` could not start so
+        far this session, so that every later job of the domain is held back. A job
+        parked behind the domain is to be offered unless one has."""
         ...
 
     def check_cancel(self) -> None:
@@ -195,8 +195,8 @@ class ParkingPicker(Protocol):
     below ``slots`` (``reserved`` None: it pends for too few free slots), or, for a
     job pending for reserved room, while ``CoreView.reserved_room()`` keeps it so
     (``reserved`` is ``(names, until)``, as that method says), or, for a job held
-    back under ``strict`` by job ``behind``, while ``CoreView.blocks(behind)`` (and
-    until ``behind`` itself changes: ``on_job_update``). The
+    back under ``strict`` in policy domain number ``behind``, while
+    ``CoreView.blocks(behind)``. The
     picker may then leave it out of ``next_job`` while that holds (asking at each
     call: it changes within a session), and must not call it pended for those
     turns (``on_pend`` is not called for a job not returned). It must still return

@@ -199,16 +199,15 @@ class Session:
                 self._park(job, queue, (names, book.end_of(job)))
 
     def _park_behind(self, job: Job, queue: Queue) -> None:
-        """Park a job held back under ``strict``: its turn is decided by whom its
-        policy domain is blocked by, before anything else (``_schedule``), so while
-        the same job blocks the domain (``CoreView.blocks``) the turn pends it again
-        for the same reason. A job whose preemption is in flight is left to its
-        turns."""
-        book = self.state.book
-        assert book is not None, "only a session with reservations blocks"
-        blocker = book.blocked_by.get(self._policy(queue).domain)
-        if blocker is not None and job.jobid not in self.core.state.preemptions:
-            self.core.parking.park(job.jobid, 0, None, behind=blocker)  # type: ignore[union-attr]
+        """Park a job held back under ``strict`` behind its policy domain: its turn is
+        decided, before anything else (``_schedule``), by whether an earlier job of
+        the domain could not start this session, whichever job that is, so while one
+        has by its turn (``CoreView.blocks``) the turn pends it again for the same
+        reason. A job whose preemption is in flight is left to its turns."""
+        domain = self._policy(queue).domain
+        if job.jobid not in self.core.state.preemptions:
+            behind = self.core.domain_number(domain)
+            self.core.parking.park(job.jobid, 0, None, behind=behind)  # type: ignore[union-attr]
 
     def _park(self, job: Job, queue: Queue, reserved: tuple[int, int] | None) -> None:
         """Park a job that pended for too few free slots (or, with ``reserved``, for
@@ -240,10 +239,8 @@ class Session:
         """The job's outcome (an allocation held, or why not) and the preemption plan
         to carry out."""
         book = self.state.book
-        if book is not None and book.blocked_by:
-            blocker = book.blocked_by.get(self._policy(queue).domain)
-            if blocker is not None:
-                return _order_blocked(blocker), FINAL
+        if book is not None and book.blocked_by and self._policy(queue).domain in book.blocked_by:
+            return ORDER_BLOCKED, FINAL
         held = self._readiness(job, queue)
         if held is not None:
             # Held whatever room it gets: a preemption in flight for it is moot.
@@ -374,8 +371,8 @@ class Session:
         core.picker.on_pend(job.jobid)
 
 
-def _order_blocked(jobid: int) -> Unsatisfied:
-    """The outcome of a job behind one that blocks under ``strict``."""
-    return Unsatisfied(
-        PendingCode.ORDER_BLOCKED, resolvable=False, detail=f"job {jobid} cannot start"
-    )
+#: The outcome of a job behind one that could not start under ``strict``. It names no
+#: job: the head that blocks changes each time one starts, and naming it would make
+#: every job behind a new pending reason then, a PEND each (a million for KTH-SP2's
+#: first 8,000 jobs), and each of them a turn (``_park_behind``).
+ORDER_BLOCKED = Unsatisfied(PendingCode.ORDER_BLOCKED, resolvable=False)

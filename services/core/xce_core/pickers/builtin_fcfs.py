@@ -18,9 +18,9 @@ Incremental rounds (``plugins.ParkingPicker``): a lane job the core *parked* is 
 apart, grouped by the slots it waits for, and ``next_job`` passes over it while
 ``CoreView.wake_slots()`` is below that; one parked for reserved room is grouped by
 whose reservations it pends for, then its slots, and passed over while
-``CoreView.reserved_room()`` says it still pends so; one parked behind the job that
-blocks it under ``strict`` is grouped by that job, and passed over while
-``CoreView.blocks()`` says that job still blocks. The walk is a cursor over
+``CoreView.reserved_room()`` says it still pends so; one held back under ``strict``
+is grouped by the policy domain it is parked behind, and passed over while
+``CoreView.blocks()`` says an earlier job of that domain could not start. The walk is a cursor over
 sorted keys, so a round costs the jobs it returns, not the jobs that pend (DESIGN
 "Incremental rounds").
 """
@@ -70,15 +70,15 @@ class _Level:
     ``parked[slots]`` instead, ``slots`` being the free slots it waits for, or, when
     it pends for reserved room, in ``reserved[names][slots]``, and passed over
     while the reservations made start before ``until[names]``, or, when it is
-    blocked under ``strict``, in ``behind[blocker]``, passed over while that job
-    blocks.
+    held back under ``strict``, in ``behind[domain]``, passed over while an earlier job
+    of that policy domain could not start.
     """
 
     fcfs: SortedList = field(default_factory=SortedList)
     parked: SortedDict = field(default_factory=SortedDict)  # slots → SortedList of keys
     reserved: dict[int, SortedDict] = field(default_factory=dict)  # names → as ``parked``
     until: dict[int, int] = field(default_factory=dict)  # names → the least ``until``, ns
-    behind: dict[int, SortedList] = field(default_factory=dict)  # blocker jobid → keys
+    behind: dict[int, SortedList] = field(default_factory=dict)  # domain number → keys
     overrides: SortedDict = field(default_factory=SortedDict)  # queue name → picker
 
 
@@ -171,9 +171,7 @@ class BuiltinFcfs(PickerBase):
             self._untrack(job.jobid, new_state)
 
     def on_job_update(self, job: JobInfo) -> None:
-        """Re-place a job whose priority or queue changed; the jobs parked behind it
-        are visited again (it may no longer come before them, or block them)."""
-        self._unpark_behind(job.jobid)
+        """Re-place a job whose priority or queue changed."""
         owner = self._owner.get(job.jobid)
         if owner is not None:
             override = self._queues[owner].override
@@ -252,7 +250,7 @@ class BuiltinFcfs(PickerBase):
             groups += [parked[slots] for slots in parked.irange(maximum=self._view.wake_slots())]
         if behind:
             blocks = self._view.blocks
-            groups += [group for blocker, group in behind.items() if not blocks(blocker)]
+            groups += [group for domain, group in behind.items() if not blocks(domain)]
         if reserved:
             names, latest, outside, free = self._view.reserved_room()
             for pends_for, by_slots in reserved.items():
@@ -355,13 +353,13 @@ class BuiltinFcfs(PickerBase):
         """Take a parked job out of its group (and out of ``_offered``): its key."""
         if jobid == self._offered:
             self._offered = None
-        slots, names, blocker = self._parked.pop(jobid)
+        slots, names, domain = self._parked.pop(jobid)
         key = self._keys[jobid]
-        if blocker is not None:
-            behind: SortedList = level.behind[blocker]
+        if domain is not None:
+            behind: SortedList = level.behind[domain]
             behind.remove(key)
             if not behind:
-                del level.behind[blocker]
+                del level.behind[domain]
             return key
         by_slots = level.parked if names is None else level.reserved[names]
         group: SortedList = by_slots[slots]
@@ -371,19 +369,6 @@ class BuiltinFcfs(PickerBase):
             if not by_slots and names is not None:
                 del level.reserved[names], level.until[names]
         return key
-
-    def _unpark_behind(self, blocker: int) -> None:
-        """Move every job parked behind ``blocker`` back among the unparked jobs."""
-        for level in self._levels.values():
-            group = level.behind.pop(blocker, None)
-            if group is None:
-                continue
-            for key in group:
-                jobid = key[2]
-                del self._parked[jobid]
-                if jobid == self._offered:
-                    self._offered = None
-                level.fcfs.add(key)
 
     def end_session(self) -> None:
         """Forward the end of the session to the override pickers."""
