@@ -64,6 +64,8 @@ def shape(jobs: tuple[SimJob, ...]) -> list[tuple[int, int, int, int, str, str]]
         ({"MaxProcs": "128"}, 16, 16),
         ({"MaxProcs": "-4", "MaxNodes": "abc"}, 16, 16),
         ({}, 4, 4),
+        ({"MaxProcs": "128.0"}, None, 128),
+        ({"MaxProcs": "-1.0", "MaxNodes": "1e2"}, None, 100),
     ],
     ids=[
         "MaxProcs wins over MaxNodes",
@@ -72,6 +74,8 @@ def shape(jobs: tuple[SimJob, ...]) -> list[tuple[int, int, int, int, str, str]]
         "an explicit host count wins over the header",
         "with an explicit host count an invalid machine size is not read",
         "no header, an explicit host count",
+        "a MaxProcs written as a decimal, as records may write whole numbers",
+        "-1.0 is unknown as -1 is, and MaxNodes in exponent form",
     ],
 )
 def test_host_count(header: dict[str, str], hosts: int | None, expected: int) -> None:
@@ -108,6 +112,12 @@ def test_host_count(header: dict[str, str], hosts: int | None, expected: int) ->
             "pass --hosts",
         ),
         (
+            {"MaxProcs": "8.5"},
+            {},
+            "t.swf:1: header MaxProcs: '8.5' is not a whole number of processors above 0; "
+            "pass --hosts",
+        ),
+        (
             {"MaxProcs": ""},
             {},
             "t.swf:1: header MaxProcs: '' is not a whole number of processors above 0; "
@@ -127,6 +137,7 @@ def test_host_count(header: dict[str, str], hosts: int | None, expected: int) ->
         "a machine of zero processors",
         "a negative MaxProcs is not read as no MaxProcs",
         "a MaxProcs that is a word",
+        "a MaxProcs that is not whole",
         "a MaxProcs with no value",
         "a negative MaxNodes beside a valid MaxProcs",
         "zero hosts asked for",

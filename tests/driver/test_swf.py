@@ -572,9 +572,9 @@ def test_malformed_unix_start_time_is_an_error_naming_the_key(text: str, message
             "t.swf:2: header MaxProcs: given again with another value ('8', then '16')",
         ),
         (
-            "; UnixStartTime: 1.5e9\n",
+            "; UnixStartTime: 1.5e-3\n",
             "unix_start_time",
-            "t.swf:2: header UnixStartTime: '1.5e9' is not a whole number of seconds (0 or more)",
+            "t.swf:2: header UnixStartTime: '1.5e-3' is not a whole number of seconds (0 or more)",
         ),
     ],
     ids=[
@@ -583,7 +583,7 @@ def test_malformed_unix_start_time_is_an_error_naming_the_key(text: str, message
         "a machine of no processors",
         "a fractional MaxNodes",
         "MaxProcs given twice with different values",
-        "a UnixStartTime in exponent form",
+        "a UnixStartTime in exponent form that is not whole",
     ],
 )
 def test_a_header_value_that_is_there_but_invalid_names_file_line_and_key(
@@ -601,11 +601,13 @@ def test_a_header_value_that_is_there_but_invalid_names_file_line_and_key(
         ("; MaxProcs: -1\n; MaxNodes: -1\n; UnixStartTime: -1\n", (None, None, 0)),
         ("; MaxProcs: 128\n; MaxProcs: 128 processors\n", (128, None, 0)),
         ("; MaxProcs:  64  \n; MaxNodes: 16\n", (64, 16, 0)),
+        ("; MaxProcs: 64.0\n; MaxNodes: -1.0\n; UnixStartTime: 1.5e9\n", (64, None, 1500000000)),
     ],
     ids=[
         "-1 is unknown, as if absent",
         "a key given twice with the same value",
         "blanks around a value",
+        "whole numbers written as decimals, as records may write them",
     ],
 )
 def test_header_values_that_are_read(

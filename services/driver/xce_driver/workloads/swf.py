@@ -197,6 +197,9 @@ class SwfHeader:
             raise SwfError(f"{self.where(key)}: given again with another value ({shown})")
         words = text.split()
         value = parse_integer(words[0]) if words else None
+        if value is None and words and _DECIMAL.fullmatch(words[0]):
+            whole = _whole(words[0])  # "8.0", as the records may write it
+            value = whole if isinstance(whole, int) else None
         if value == -1:
             return None
         if value is None and words and words[0].isascii() and words[0].isdigit():
@@ -321,12 +324,21 @@ def _number(raw: str, name: str, where: str) -> int | float:
         if not math.isfinite(number):
             raise SwfError(f"{where}: {show_text(raw)} is not a finite number")
         return number
-    # Some archive logs write integral fields as "12.0"; accept exact integers.
+    whole = _whole(raw)
+    if isinstance(whole, str):
+        raise SwfError(f"{where}: {show_text(raw)} {whole}")
+    return whole
+
+
+def _whole(raw: str) -> int | str:
+    """The whole number a decimal (``_DECIMAL``) writes, exactly: some archive logs
+    write integral fields and header values as "12.0" or "1e3". Else why not, as a
+    phrase ("is not a whole number", "is too large (...)")."""
     exact = _exact(raw)
     if exact is None or exact != exact.to_integral_value():
-        raise SwfError(f"{where}: {show_text(raw)} is not a whole number")
+        return "is not a whole number"
     if exact and exact.adjusted() >= MAX_DIGITS:
-        raise SwfError(f"{where}: {show_text(raw)} is too large (more than {MAX_DIGITS} digits)")
+        return f"is too large (more than {MAX_DIGITS} digits)"
     return int(exact)
 
 
