@@ -16,7 +16,14 @@ _BRANCHES = frozenset({"float", "int", "str", "bool", "function-after", "functio
 #: Messages said the same for a dataclass (records, decisions, event envelopes) as for a
 #: model: an unknown field is "not permitted" wherever it is (pydantic calls it an
 #: unexpected keyword argument of a dataclass).
-_MESSAGES = {"unexpected_keyword_argument": "Extra inputs are not permitted"}
+_MESSAGES = {
+    "unexpected_keyword_argument": "Extra inputs are not permitted",
+    # Sequences are tuples inside (immutable); on the wire they are JSON arrays.
+    "tuple_type": "Input should be a valid list",
+}
+
+#: Length errors of a tuple, said of a list: ``(min or max, "at least" or "at most")``.
+_LENGTHS = {"too_short": ("min_length", "at least"), "too_long": ("max_length", "at most")}
 
 
 def field_path(location: Sequence[int | str]) -> str:
@@ -35,4 +42,10 @@ def describe(exc: ValidationError, skip: int = 0, default: str = "value") -> str
     (e.g. the union tag pydantic puts first)."""
     first = exc.errors()[0]
     message = _MESSAGES.get(first["type"], first["msg"])
+    length = _LENGTHS.get(first["type"])
+    context = first.get("ctx", {})
+    if length is not None and context.get("field_type") == "Tuple":
+        bound = context[length[0]]
+        items = "item" if bound == 1 else "items"
+        message = f"List should have {length[1]} {bound} {items}, not {context['actual_length']}"
     return f"{field_path(first['loc'][skip:]) or default}: {message}"

@@ -255,7 +255,11 @@ def test_the_emulator_runs_a_workload_through_bridge_and_core(
 
 BAD_MESSAGES = [  # subject, data, the reason's start
     ("xce.ctl.jobs", b"not json", "jobs rejected: message: Invalid JSON"),
-    ("xce.ctl.jobs", b'{"jobs": []}', "jobs rejected: jobs: Tuple should have at least 1 item"),
+    (
+        "xce.ctl.jobs",
+        b'{"jobs": []}',
+        "jobs rejected: jobs: List should have at least 1 item, not 0",
+    ),
     (
         "xce.ctl.jobs",
         b'{"jobs": [{"jobid": 1, "queue": "normal", "submit_ts": 5}]}',

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 from pydantic import ValidationError
@@ -253,3 +254,31 @@ def test_an_unknown_field_is_said_alike_in_every_wire_type(
     with pytest.raises(ValidationError) as caught:
         parse(data)
     assert describe(caught.value) == said
+
+
+@pytest.mark.parametrize(
+    ("data", "said"),
+    [
+        (
+            {"type": "JOBS_PUSH", "ts": 1, "payload": {"jobs": []}},
+            "payload.jobs: List should have at least 1 item, not 0",
+        ),
+        (
+            {"type": "JOBS_PUSH", "ts": 1, "payload": {"jobs": "abc"}},
+            "payload.jobs: Input should be a valid list",
+        ),
+        (
+            {"type": "WORKERS_PUSH", "ts": 1, "payload": {"hosts": []}},
+            "payload.hosts: List should have at least 1 item, not 0",
+        ),
+    ],
+    ids=["an empty job list", "jobs that are not a list", "an empty host list"],
+)
+def test_sequences_are_said_to_be_lists_as_json_writes_them(
+    data: dict[str, Any], said: str
+) -> None:
+    """A sequence is a JSON array on the wire: its errors say "list", not the tuple
+    pydantic holds it in, nor "after validation"."""
+    with pytest.raises(ValidationError) as caught:
+        parse_event(data)
+    assert describe(caught.value, skip=1) == said
