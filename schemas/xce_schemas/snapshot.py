@@ -44,8 +44,8 @@ class HostState(WireModel):
     """A host with its slot accounting (``used`` ≤ ``slots``) and reservations."""
 
     name: str
-    slots: int = Field(ge=0)
-    used: int = Field(ge=0)
+    slots: Annotated[int, Strict(), Field(ge=0)]
+    used: Annotated[int, Strict(), Field(ge=0)]
     status: HostStatus
     type: str = "LINUX"
     model: str = "generic"

@@ -12,6 +12,7 @@ from __future__ import annotations
 import subprocess
 import sys
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any, ClassVar
 
 import orjson
@@ -771,11 +772,18 @@ def test_a_bad_run_limit_is_refused_naming_the_job_and_nothing_is_added(
         "hybrid without depth",
     ],
 )
-def test_cli_refuses_a_bad_backfill_option_in_one_line(argv: list[str], message: str) -> None:
+def test_cli_refuses_a_bad_backfill_option_in_one_line(
+    argv: list[str], message: str, tmp_path: Path
+) -> None:
+    """Refused before anything is written: a recording already at ``--record`` is
+    left as it was (it was truncated before the options were checked)."""
+    kept = tmp_path / "kept.jsonl"
+    kept.write_bytes(b"a recording made before\n")
     # The worktree's code, as PYTHONPATH gives it (the console script may be another's).
     program = "import sys; from xce_driver.entry import main; sys.exit(main())"
+    options = ["--jobs", "5", "--quiet", "--record", str(kept), *argv]
     result = subprocess.run(
-        [sys.executable, "-c", program, "simulate", "--jobs", "5", "--quiet", *argv],
+        [sys.executable, "-c", program, "simulate", *options],
         capture_output=True,
         text=True,
         timeout=120,
@@ -783,6 +791,7 @@ def test_cli_refuses_a_bad_backfill_option_in_one_line(argv: list[str], message:
     assert result.returncode == 2
     assert result.stdout == ""
     assert result.stderr.splitlines() == [message]
+    assert kept.read_bytes() == b"a recording made before\n"
 
 
 # --- 7. properties over random events ----------------------------------------------------

@@ -284,6 +284,18 @@ def corrupt(change: Any) -> dict[str, Any]:
         ),
         (lambda d: d.pop("hosts"), r"snapshot rejected: hosts: Field required"),
         (
+            lambda d: d["hosts"].append(dict(d["hosts"][0])),
+            r"hosts\[3\]\.name: host 'h1' is listed twice",
+        ),
+        (
+            lambda d: d["jobs"].append(dict(d["jobs"][2])),
+            r"jobs\[4\]\.jobid: job 3 is listed twice",
+        ),
+        (
+            lambda d: d["hosts"][0].update(slots="4"),
+            r"snapshot rejected: hosts\[0\]\.slots: Input should be a valid integer",
+        ),
+        (
             lambda d: d["jobs"][0].update(tasks="4"),
             r"snapshot rejected: jobs\[0\]\.tasks: Input should be a valid integer",
         ),
@@ -303,6 +315,9 @@ def corrupt(change: Any) -> dict[str, Any]:
         "pending job with an allocation",
         "instance counter at 0",
         "hosts missing",
+        "a host listed twice",
+        "a job listed twice",
+        "host slots written as a string",
         "tasks written as a string",
         "preempted written as a string",
     ],

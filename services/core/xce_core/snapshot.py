@@ -11,7 +11,7 @@ Snapshots are taken between events, never inside a session.
 from __future__ import annotations
 
 import gc
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Hashable, Iterable, Iterator
 from contextlib import contextmanager
 from fractions import Fraction
 from typing import Any
@@ -169,9 +169,15 @@ def _check(snapshot: CoreSnapshot) -> None:
         )
     queues = {q.name for q in snapshot.queues}
     hosts = {h.name: h for h in snapshot.hosts}
+    if len(hosts) < len(snapshot.hosts):
+        index, name = _repeated(h.name for h in snapshot.hosts)
+        raise SnapshotError(f"hosts[{index}].name: host {name!r} is listed twice")
     held = dict.fromkeys(hosts, 0)
     objects = (len(snapshot.objects.resreqs), len(snapshot.objects.pend_reasons))
     pending = set()
+    if len({job.jobid for job in snapshot.jobs}) < len(snapshot.jobs):
+        index, jobid = _repeated(job.jobid for job in snapshot.jobs)
+        raise SnapshotError(f"jobs[{index}].jobid: job {jobid} is listed twice")
     for index, job in enumerate(snapshot.jobs):
         problem = _job_problem(job, queues, objects, held)
         if problem is not None:
@@ -189,6 +195,16 @@ def _check(snapshot: CoreSnapshot) -> None:
                 f"hosts ({name}).used: {host.used} does not match the {held[name]} slots "
                 f"its running jobs hold (capacity {host.slots})"
             )
+
+
+def _repeated(values: Iterable[Hashable]) -> tuple[int, Any]:
+    """The index and value of the first of ``values`` seen before (there is one)."""
+    seen = set()
+    for index, value in enumerate(values):
+        if value in seen:
+            return index, value
+        seen.add(value)
+    raise AssertionError("no value is repeated")
 
 
 def _job_problem(

@@ -808,9 +808,11 @@ def _run(
     workload: MappedWorkload,
     source: str,
     registry: PluginRegistry,
-    queues: tuple[QueueSpec, ...] = (),
+    queues: tuple[QueueSpec, ...],
+    backfill: dict[str, Any],
 ) -> SimulationResult:
-    """Simulate ``workload``, with a progress bar on a terminal and the recording.
+    """Simulate ``workload`` under ``backfill`` (``_backfill_options``, checked before
+    the recording is opened), with a progress bar on a terminal and the recording.
 
     Raises:
         OSError: the recording cannot be written (``filename`` is its path).
@@ -830,7 +832,7 @@ def _run(
                 snapshot_interval=args.record_snapshot_interval or 0,
                 progress=lambda done: bar.update(task, completed=done),
                 queues=queues,
-                **_backfill_options(args),
+                **backfill,
             )
     except BaseException:
         if recording is not None:
@@ -849,13 +851,14 @@ def simulate(args: argparse.Namespace) -> int:
         [("--workload", args.workload), ("--queues", args.queues)],
     )
     _refuse_ignored(args)
+    backfill = _backfill_options(args)  # before --record truncates an existing file
     registry = load_registry()
     registry.pickers.get(args.policy)
     queues = _load_queues(args.queues)
     workload, source = _load_workload(args)
     _check_queue_file(args.queues, queues, workload, registry)
     try:
-        result = _run(args, workload, source, registry, queues)
+        result = _run(args, workload, source, registry, queues, backfill)
     except OSError as exc:
         if args.record and exc.filename == str(Path(args.record)):
             raise UserError(f"--record {args.record}: {exc.strerror or exc}") from None
