@@ -20,6 +20,9 @@ _MESSAGES = {
     "unexpected_keyword_argument": "Extra inputs are not permitted",
     # Sequences are tuples inside (immutable); on the wire they are JSON arrays.
     "tuple_type": "Input should be a valid list",
+    # Not the name of the class that holds it inside ("... instance of JobsPushPayload").
+    "model_type": "Input should be a valid dictionary",
+    "dataclass_type": "Input should be a valid dictionary",
 }
 
 #: Length errors of a tuple, said of a list: ``(min or max, "at least" or "at most")``.

@@ -602,12 +602,14 @@ def test_a_header_value_that_is_there_but_invalid_names_file_line_and_key(
         ("; MaxProcs: 128\n; MaxProcs: 128 processors\n", (128, None, 0)),
         ("; MaxProcs:  64  \n; MaxNodes: 16\n", (64, 16, 0)),
         ("; MaxProcs: 64.0\n; MaxNodes: -1.0\n; UnixStartTime: 1.5e9\n", (64, None, 1500000000)),
+        ("; MaxProcs: 8\n; MaxProcs: 8.0\n", (8, None, 0)),
     ],
     ids=[
         "-1 is unknown, as if absent",
         "a key given twice with the same value",
         "blanks around a value",
         "whole numbers written as decimals, as records may write them",
+        "a key given again with the same number written another way",
     ],
 )
 def test_header_values_that_are_read(

@@ -271,14 +271,24 @@ def test_an_unknown_field_is_said_alike_in_every_wire_type(
             {"type": "WORKERS_PUSH", "ts": 1, "payload": {"hosts": []}},
             "payload.hosts: List should have at least 1 item, not 0",
         ),
+        (
+            {"type": "JOBS_PUSH", "ts": 1, "payload": "abc"},
+            "payload: Input should be a valid dictionary",
+        ),
     ],
-    ids=["an empty job list", "jobs that are not a list", "an empty host list"],
+    ids=[
+        "an empty job list",
+        "jobs that are not a list",
+        "an empty host list",
+        "a payload that is not an object",
+    ],
 )
-def test_sequences_are_said_to_be_lists_as_json_writes_them(
+def test_sequences_and_objects_are_said_as_json_writes_them(
     data: dict[str, Any], said: str
 ) -> None:
     """A sequence is a JSON array on the wire: its errors say "list", not the tuple
-    pydantic holds it in, nor "after validation"."""
+    pydantic holds it in, nor "after validation"; an object is a dictionary, not an
+    instance of the class that holds it inside."""
     with pytest.raises(ValidationError) as caught:
         parse_event(data)
     assert describe(caught.value, skip=1) == said

@@ -188,12 +188,15 @@ class SwfHeader:
         text = self.values.get(key)
         if text is None:
             return None
-        # A key repeated with another value: which one the archive meant is unknown.
-        firsts = dict.fromkeys(
-            (words or [""])[0] for words in map(str.split, self.repeated.get(key, []))
-        )
+        # A key repeated with another value (8 and 8.0 are one): which one the archive
+        # meant is unknown.
+        firsts: dict[int | str, str] = {}
+        for words in map(str.split, self.repeated.get(key, [])):
+            word = (words or [""])[0]
+            whole = _whole(word) if _DECIMAL.fullmatch(word) else word
+            firsts.setdefault(word if isinstance(whole, str) else whole, word)
         if len(firsts) > 1:
-            shown = ", then ".join(show_text(word) for word in firsts)
+            shown = ", then ".join(show_text(word) for word in firsts.values())
             raise SwfError(f"{self.where(key)}: given again with another value ({shown})")
         words = text.split()
         value = parse_integer(words[0]) if words else None
