@@ -39,16 +39,15 @@ class FreeSlotIndex:
     one free slot.
     """
 
-    __slots__ = ("_all", "_counts", "_free", "_held", "_masks", "_preferred", "_total")
+    __slots__ = ("_all", "_free", "_held", "_masks", "_preferred", "_total")
 
     #: Slots that only cache what ``_free`` holds, as ``CACHE`` marks a state
     #: dataclass's fields: not state of their own (their dicts' order is the order
     #: free counts were first seen, which a snapshot load does not repeat).
-    CACHE_SLOTS: ClassVar[frozenset[str]] = frozenset({"_all", "_counts", "_held", "_masks"})
+    CACHE_SLOTS: ClassVar[frozenset[str]] = frozenset({"_all", "_held", "_masks"})
 
     def __init__(self) -> None:
-        self._masks: dict[int, int] = {}  # free slots → bit mask of positions
-        self._counts: dict[int, int] = {}  # free slots → how many positions
+        self._masks: dict[int, int] = {}  # free slots → bit mask of positions (never 0)
         self._all = 0  # bit mask of every position with free >= 1
         self._free: list[int] = []  # by position; dense, since positions are 0, 1, ...
         self._total = 0
@@ -69,7 +68,7 @@ class FreeSlotIndex:
     @property
     def most_free(self) -> int:
         """The most free slots any indexed host has (0 when none has any)."""
-        return max(self._counts) if self._counts else 0
+        return max(self._masks) if self._masks else 0
 
     def free_of(self, position: int) -> int:
         """The indexed free slots of the host at ``position`` (0 when not indexed)."""
@@ -88,37 +87,31 @@ class FreeSlotIndex:
         frees[position] = free
         self._total += free - old
         bit = 1 << position
-        masks, counts = self._masks, self._counts
+        masks = self._masks
         if old:
-            left = counts[old] - 1
-            if left:
-                counts[old] = left
-                masks[old] ^= bit
+            rest = masks[old] ^ bit
+            if rest:
+                masks[old] = rest
             else:
-                del counts[old], masks[old]
+                del masks[old]
             if not free:
                 self._held -= 1
                 self._all ^= bit
         if free > 0:
-            if free in counts:
-                counts[free] += 1
-                masks[free] |= bit
-            else:
-                counts[free] = 1
-                masks[free] = bit
+            masks[free] = masks.get(free, 0) | bit
             if not old:
                 self._held += 1
                 self._all |= bit
 
     def _all_qualify(self, slots: int) -> bool:
         """Whether every indexed host has at least ``slots`` free."""
-        return slots <= 1 or not self._counts or slots <= min(self._counts)
+        return slots <= 1 or not self._masks or slots <= min(self._masks)
 
     def count_at_least(self, slots: int) -> int:
         """How many hosts have at least ``slots`` free (``slots`` ≥ 1)."""
         if self._all_qualify(slots):
             return self._held
-        return sum(n for free, n in self._counts.items() if free >= slots)
+        return sum(bits.bit_count() for free, bits in self._masks.items() if free >= slots)
 
     def positions_at_least(self, slots: int) -> Iterator[int]:
         """Lazily, in host order, the positions of hosts with at least ``slots`` free.
