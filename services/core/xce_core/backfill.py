@@ -184,8 +184,9 @@ class ReservationBook:
         reservations: made this session, in order.
         phantom: free slots held (or to hold) for reservations now, by host.
         held: whether ``phantom`` is taken on the state now.
-        blocked_by: under ``strict``, by policy domain (the queue that overrides, or
-            None: the scheduler's), the job that blocks every later one there.
+        blocked: under ``strict``, the policy domains (the queue that overrides, or
+            None: the scheduler's) where a job could not start this session, so
+            that every later one there is held back.
         unplanned: blocked jobs reserved for in vain, in order: the planner found
             no instant in view at which they could start.
         reserving: the policy domains (other than ``greedy``'s) whose depth is not
@@ -198,7 +199,7 @@ class ReservationBook:
     reservations: list[Reservation] = field(default_factory=list)
     phantom: dict[str, int] = field(default_factory=dict)
     held: bool = False
-    blocked_by: dict[str | None, int] = field(default_factory=dict)
+    blocked: set[str | None] = field(default_factory=set)
     unplanned: list[int] = field(default_factory=list)
     reserving: dict[str | None, int] = field(init=False)
     _held: list[dict[str, int]] = field(default_factory=list)  # phantom, per reservation

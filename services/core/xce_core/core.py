@@ -169,7 +169,7 @@ class _View:
         core = self._core
         book = None if core._session is None else core._session.book
         return book is not None and any(
-            core.domain_number(blocked) == domain for blocked in book.blocked_by
+            core.domain_number(blocked) == domain for blocked in book.blocked
         )
 
     def check_cancel(self) -> None:

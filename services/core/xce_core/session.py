@@ -239,7 +239,7 @@ class Session:
         """The job's outcome (an allocation held, or why not) and the preemption plan
         to carry out."""
         book = self.state.book
-        if book is not None and book.blocked_by and self._policy(queue).domain in book.blocked_by:
+        if book is not None and book.blocked and self._policy(queue).domain in book.blocked:
             return ORDER_BLOCKED, FINAL
         held = self._readiness(job, queue)
         if held is not None:
@@ -299,7 +299,7 @@ class Session:
         if book.wants(policy) and not book.has(job):
             book.reserve(job, job.request, policy, self.core.view.check_cancel)  # type: ignore[arg-type]
         if policy.name is BackfillPolicy.STRICT:
-            book.blocked_by[policy.domain] = job.jobid
+            book.blocked.add(policy.domain)
 
     def _policy(self, queue: Queue) -> Policy:
         """The backfill policy of ``queue``'s jobs (looked up once a session)."""
