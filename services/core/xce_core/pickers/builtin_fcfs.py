@@ -20,9 +20,9 @@ apart, grouped by the slots it waits for, and ``next_job`` passes over it while
 whose reservations it pends for, then its slots, and passed over while
 ``CoreView.reserved_room()`` says it still pends so; one held back under ``strict``
 is grouped by the policy domain it is parked behind, and passed over while
-``CoreView.blocks()`` says an earlier job of that domain could not start. The walk is a cursor over
-sorted keys, so a round costs the jobs it returns, not the jobs that pend (DESIGN
-"Incremental rounds").
+``CoreView.blocks()`` says an earlier job of that domain could not start. The walk
+is a cursor over sorted keys, so a round costs the jobs it returns, not the jobs
+that pend (DESIGN "Incremental rounds").
 """
 
 from __future__ import annotations
@@ -70,8 +70,8 @@ class _Level:
     ``parked[slots]`` instead, ``slots`` being the free slots it waits for, or, when
     it pends for reserved room, in ``reserved[names][slots]``, and passed over
     while the reservations made start before ``until[names]``, or, when it is
-    held back under ``strict``, in ``behind[domain]``, passed over while an earlier job
-    of that policy domain could not start.
+    held back under ``strict``, in ``behind[domain]``, passed over while an earlier
+    job of that policy domain could not start.
     """
 
     fcfs: SortedList = field(default_factory=SortedList)
