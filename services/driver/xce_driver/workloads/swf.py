@@ -193,16 +193,13 @@ class SwfHeader:
         firsts: dict[int | str, str] = {}
         for words in map(str.split, self.repeated.get(key, [])):
             word = (words or [""])[0]
-            whole = _whole(word) if _DECIMAL.fullmatch(word) else word
-            firsts.setdefault(word if isinstance(whole, str) else whole, word)
+            value = _header_whole(word)
+            firsts.setdefault(word if value is None else value, word)
         if len(firsts) > 1:
             shown = ", then ".join(show_text(word) for word in firsts.values())
             raise SwfError(f"{self.where(key)}: given again with another value ({shown})")
         words = text.split()
-        value = parse_integer(words[0]) if words else None
-        if value is None and words and _DECIMAL.fullmatch(words[0]):
-            whole = _whole(words[0])  # "8.0", as the records may write it
-            value = whole if isinstance(whole, int) else None
+        value = _header_whole(words[0]) if words else None
         if value == -1:
             return None
         if value is None and words and words[0].isascii() and words[0].isdigit():
@@ -331,6 +328,17 @@ def _number(raw: str, name: str, where: str) -> int | float:
     if isinstance(whole, str):
         raise SwfError(f"{where}: {show_text(raw)} {whole}")
     return whole
+
+
+def _header_whole(word: str) -> int | None:
+    """The whole number a header value's first word writes: ``-?[0-9]+``, or a
+    decimal as the records may write one ("8.0", "1e2"); None when it writes none,
+    or one of more than ``MAX_DIGITS`` digits."""
+    value = parse_integer(word)
+    if value is None and _DECIMAL.fullmatch(word):
+        whole = _whole(word)
+        value = whole if isinstance(whole, int) else None
+    return value
 
 
 def _whole(raw: str) -> int | str:
