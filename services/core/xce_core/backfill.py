@@ -30,7 +30,7 @@ from typing import TypeVar
 from xce_schemas import BackfillPolicy, HostStatus, JobAlloc, JobState, PendingCode
 
 from xce_core.alloc.outcome import FOREVER, Reservation, Unsatisfied
-from xce_core.alloc.planner import Planner
+from xce_core.alloc.planner import Frees, Planner
 from xce_core.resreq.model import EMPTY, Resreq
 from xce_core.runtime import effective_run_limit_s, expected_end_ns
 from xce_core.state import ClusterState, Job, Queue
@@ -138,8 +138,8 @@ class PlanMemo:
         chain_ids: the numbers of new chains and names (never one twice).
         frees: for running jobs, the hosts each gives back on ending that take jobs
             (one-slot hosts, ``alloc.planner._Counted``): ``jobid → (allocation,
-            host names)``, valid while the allocation is the job's and the hosts
-            keep their shape (``hosts_version``).
+            (host names, host positions))``, valid while the allocation is the
+            job's and the hosts keep their shape (``hosts_version``).
         hosts_version: ``ClusterState.hosts_version`` when ``frees`` was begun.
     """
 
@@ -148,7 +148,7 @@ class PlanMemo:
     chains: Chains = field(default_factory=dict)
     names: Names = field(default_factory=dict)
     chain_ids: Iterator[int] = field(default_factory=lambda: count(1))
-    frees: dict[int, tuple[JobAlloc, list[str]]] = field(default_factory=dict)
+    frees: Frees = field(default_factory=dict)
     hosts_version: int = -1
 
     def number(self, last: dict[_Link, int], made: dict[_Link, int], link: _Link) -> int:

@@ -46,6 +46,14 @@ from xce_core.alloc.records import build_records
 from xce_core.resreq.model import EMPTY, Resreq
 from xce_core.state import ClusterState, Host, Job
 
+#: The ok hosts a running job gives back on ending: their names, and their
+#: positions in host order (``ClusterState.host_order``).
+Freed = tuple[list[str], list[int]]
+
+#: For running jobs, ``Freed`` by jobid with the allocation it was read from (valid
+#: while that allocation is the job's and the hosts keep their shape).
+Frees = dict[int, tuple[JobAlloc, Freed]]
+
 
 class Planner:
     """One session's view of the future, on the real state itself: each
@@ -74,7 +82,7 @@ class Planner:
         now: int,
         ends: list[tuple[int, Job]],
         fit: dict[int, Reservation] | None = None,
-        frees: dict[int, tuple[JobAlloc, list[str]]] | None = None,
+        frees: Frees | None = None,
     ) -> None:
         self.state = state
         self.now = now
@@ -309,14 +317,12 @@ class _Counted:
     pruning off for the rest of the session.
     """
 
-    def __init__(
-        self, state: ClusterState, frees: dict[int, tuple[JobAlloc, list[str]]] | None = None
-    ) -> None:
+    def __init__(self, state: ClusterState, frees: Frees | None = None) -> None:
         self.state = state
         self.now = 0
         self._ends: list[tuple[int, Job]] = []
         # jobid → (its allocation, the ok hosts it frees on ending)
-        self._frees: dict[int, tuple[JobAlloc, list[str]]] = {} if frees is None else frees
+        self._frees: Frees = {} if frees is None else frees
         # id of a reservation → ``_shape``
         self._shapes: dict[int, tuple[int, int, frozenset[str]]] = {}
         # The profile: instant (ns) → (change in the hosts free and unheld then,
@@ -345,7 +351,7 @@ class _Counted:
         now, free_from = self.now, self._free_from
         steps: dict[int, tuple[int, bool]] = {now: (0, True)}
         for end, job in self._ends:
-            freed = self._freed(job)
+            freed = self._freed(job)[0]
             for name in freed:
                 free_from[name] = end
             if end < FOREVER and freed:
@@ -365,7 +371,7 @@ class _Counted:
         turns the pruning off."""
         if not self._built:
             return  # ``_build`` finds it among the ends
-        freed = self._freed(job)
+        freed = self._freed(job)[0]
         windows = self._windows
         for name in freed:
             self._free_from[name] = end
@@ -381,7 +387,9 @@ class _Counted:
         steps[at] = (change, appears) if old is None else (old[0] + change, old[1] or appears)
         self._cumulative = None
 
-    def _freed(self, job: Job) -> list[str]:
+    def _freed(self, job: Job) -> Freed:
+        """The ok hosts a running job frees on ending: their names and their
+        positions (memo ``_frees``)."""
         alloc = job.alloc
         known = self._frees.get(job.jobid)
         if known is not None and known[0] is alloc:
@@ -390,7 +398,8 @@ class _Counted:
         hosts = self.state.hosts
         # Every host record holds slots (``build_records``), records that are
         # never released early (only ``rusage`` durations end before the job).
-        freed = [h.host for h in alloc.hosts if hosts[h.host].status is HostStatus.OK]
+        ok = [host for h in alloc.hosts if (host := hosts[h.host]).status is HostStatus.OK]
+        freed = ([host.name for host in ok], [host.position for host in ok])
         self._frees[job.jobid] = (alloc, freed)
         return freed
 
@@ -471,6 +480,8 @@ class _Counted:
         """As ``Planner.earliest_start`` (the same arguments and result)."""
         state, tasks, now = self.state, job.tasks, self.now
         length = FOREVER if run_ns is None else run_ns
+        if not reservations and not phantom:
+            return self._first_fit(job, run_ns, check_cancel, before)
         count = state.free_index.total_free + sum(phantom.values())  # free now
         if len(reservations) >= _PRUNE_FROM:
             if not self._built:
@@ -488,7 +499,7 @@ class _Counted:
         for at in candidates:  # in order
             check_cancel()
             while released < len(ends) and ends[released][0] <= at:
-                freed.extend(self._freed(ends[released][1]))
+                freed.extend(self._freed(ends[released][1])[0])
                 released += 1
             if len(freed) + count < tasks:
                 continue
@@ -501,6 +512,51 @@ class _Counted:
             self._fit[id(reservation)] = reservation
             return reservation
         return None
+
+    def _first_fit(
+        self,
+        job: Job,
+        run_ns: int | None,
+        check_cancel: Callable[[], None],
+        before: int,
+    ) -> Reservation | None:
+        """``earliest_start`` with no reservation made before it (the first blocked
+        job: EASY's shadow time): the first instant (now, then each expected end
+        before ``before``) by which the hosts free now and those the ended jobs
+        free are ``job.tasks``; it takes the freed ones first, in host order, then
+        free-now ones. Nothing is held over any window, so the instants are those
+        of the ends themselves, walked once, and no host is looked at twice."""
+        tasks, now, ends = job.tasks, self.now, self._ends
+        free_index = self.state.free_index
+        count = free_index.total_free
+        bound = min(before, FOREVER)
+        if now >= bound:
+            return None
+        last = len(ends)
+        busy: list[int] = []  # positions of busy-now hosts free by ``at``
+        released = 0
+        at = now
+        while True:
+            check_cancel()
+            while released < last and ends[released][0] <= at:
+                busy += self._freed(ends[released][1])[1]
+                released += 1
+            if len(busy) + count >= tasks:
+                break
+            if released == last or (at := ends[released][0]) >= bound:
+                return None
+        order = self.state.host_order
+        busy.sort()
+        hosts = [(order[position].name, 1) for position in busy[:tasks]]
+        if len(hosts) < tasks:
+            for position in free_index.positions_at_least(1):
+                hosts.append((order[position].name, 1))
+                if len(hosts) == tasks:
+                    break
+        end = None if run_ns is None else at + run_ns
+        reservation = Reservation(job.jobid, at, end, tuple(hosts), running=released)
+        self._fit[id(reservation)] = reservation
+        return reservation
 
     def _count_fits(self, tasks: int, length: int, count: int, before: int) -> Iterator[int]:
         """In order, the instants before ``before`` at which room can appear and
