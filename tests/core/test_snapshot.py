@@ -279,6 +279,14 @@ def corrupt(change: Any) -> dict[str, Any]:
             r"jobs\[2\] \(job 3\)\.alloc: a PEND job holds no allocation",
         ),
         (
+            lambda d: d["jobs"][1]["alloc"].update(jobid=7),
+            r"jobs\[1\] \(job 2\)\.alloc\.jobid: 7 is another job's allocation",
+        ),
+        (
+            lambda d: d["jobs"][1].update(tasks=2),
+            r"jobs\[1\] \(job 2\)\.alloc: holds 3 slots for the job's 2 tasks",
+        ),
+        (
             lambda d: d["counters"].update(next_instid=0),
             r"snapshot rejected: counters\.next_instid: Input should be greater than or equal to 1",
         ),
@@ -313,6 +321,8 @@ def corrupt(change: Any) -> dict[str, Any]:
         "running job without allocation",
         "running job on an unknown host",
         "pending job with an allocation",
+        "running job holding another job's allocation",
+        "running job whose tasks are not its allocation's slots",
         "instance counter at 0",
         "hosts missing",
         "a host listed twice",

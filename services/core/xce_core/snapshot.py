@@ -225,8 +225,15 @@ def _job_problem(
         return "alloc: a PEND job holds no allocation"
     if job.alloc is None and job.state is not JobState.PEND:
         return f"alloc: a {job.state.value} job must have one"
-    if job.alloc is not None and job.state is JobState.RUN:
-        slots = job.alloc.slots_by_host()
+    if job.alloc is None:
+        return None
+    if job.alloc.jobid != job.jobid:
+        return f"alloc.jobid: {job.alloc.jobid} is another job's allocation"
+    slots = job.alloc.slots_by_host()
+    if sum(slots.values()) != job.tasks:
+        # Every record of an allocation holds slots, one per task (build_records).
+        return f"alloc: holds {sum(slots.values())} slots for the job's {job.tasks} tasks"
+    if job.state is JobState.RUN:
         for name in slots:
             if name not in held:
                 return f"alloc: unknown host {name!r}"
