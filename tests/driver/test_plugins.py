@@ -229,6 +229,72 @@ def test_broken_plugin_is_one_cli_error_line(
     assert lines[0].startswith("xce-sched: error: picker plugin 'broken' (")
 
 
+BROKEN_PICKERS = '''
+from xce_core.plugins import PickerBase
+
+
+class Refuses(PickerBase):
+    name = "refuses"
+
+    def __init__(self, config, view):
+        raise RuntimeError("no licence for this site")
+
+
+class Repeats(PickerBase):
+    """Offers the first job it heard of, every time: a breach once that job runs."""
+
+    name = "repeats"
+
+    def __init__(self, config, view):
+        self._first = None
+
+    def on_job_push(self, job):
+        if self._first is None:
+            self._first = job
+
+    def next_job(self):
+        return self._first
+'''
+
+
+@pytest.mark.parametrize(
+    ("policy", "status", "message"),
+    [
+        (
+            "refuses",
+            2,
+            "xce-sched: error: picker 'refuses' could not be made: "
+            "RuntimeError: no licence for this site",
+        ),
+        (
+            "repeats",
+            1,
+            "xce-sched: error: picker 'repeats' returned job 1, which is not pending",
+        ),
+    ],
+    ids=["a picker whose constructor raises", "a picker offering a job that runs"],
+)
+def test_a_failing_picker_is_one_cli_error_line_and_no_result(
+    install_plugin: InstallPlugin,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    policy: str,
+    status: int,
+    message: str,
+) -> None:
+    install_plugin(
+        "xce-test-failing",
+        f"[{PICKER_GROUP}]\nrefuses = xce_test_failing:Refuses\nrepeats = xce_test_failing:Repeats\n",
+        {"xce_test_failing": BROKEN_PICKERS},
+    )
+    report = tmp_path / "report.json"
+    argv = ["simulate", "--jobs", "10", "--policy", policy, "--quiet", "--report", str(report)]
+    assert main(argv) == status
+    out, err = capsys.readouterr()
+    assert (out, err.splitlines()) == ("", [message])
+    assert not report.exists()
+
+
 def test_registry_follows_what_is_installed(
     install_plugin: InstallPlugin, monkeypatch: pytest.MonkeyPatch
 ) -> None:

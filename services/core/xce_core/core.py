@@ -54,7 +54,7 @@ from xce_core.alloc.primary import NeverMemo, allocate_primary
 from xce_core.alloc.records import build_records
 from xce_core.backfill import PlanMemo, ReservationBook, backfills
 from xce_core.clock import Clock
-from xce_core.errors import ConfigError, EventError, PluginError, SessionCancelled
+from xce_core.errors import ConfigError, CoreError, EventError, PluginError, SessionCancelled
 from xce_core.in_tree import in_tree_registry
 from xce_core.pending import is_cluster_wide, make_pending_reason, occupancy_reasons, reason_for
 from xce_core.plugins import (
@@ -347,8 +347,22 @@ class SchedCore:
     # --- configuration --------------------------------------------------------------
 
     def _make_picker(self, name: str, queue: str | None) -> JobPicker:
+        """A new picker of the registered ``name`` (for ``queue``'s override, or the
+        global one when None).
+
+        Raises:
+            ConfigError: ``name`` is unknown, or its factory failed (a third-party
+                picker's own error, named with it); nothing changed.
+        """
         factory = self.registry.pickers.get(name)
-        return factory(PickerConfig(name, queue, self._make_picker), self.view)
+        try:
+            return factory(PickerConfig(name, queue, self._make_picker), self.view)
+        except CoreError:
+            raise  # (an override's unknown name, or the core's own words already)
+        except Exception as exc:
+            raise ConfigError(
+                f"picker {name!r} could not be made: {type(exc).__name__}: {exc}"
+            ) from exc
 
     def _feed_picker(self, picker: JobPicker, config: SchedulerConfig) -> None:
         """Give a new picker the whole current state through its hooks."""

@@ -52,7 +52,7 @@ from pydantic import ValidationError
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeElapsedColumn
 from rich.table import Table
-from xce_core.errors import ConfigError
+from xce_core.errors import ConfigError, PluginError
 from xce_core.plugins import PluginRegistry
 from xce_schemas import BackfillPolicy, QueueSpec
 from xce_schemas.errors import describe
@@ -1214,6 +1214,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except (UserError, SwfError, MappingError, ConfigError, ReplayError, ValueError) as exc:
         _say_error(str(exc))
         return 2
+    except PluginError as exc:  # a plugin broke its contract: no result can stand
+        _say_error(str(exc))
+        return 1
     except BrokenPipeError:
         # The reader of stdout went away (| head): say nothing more, as a shell tool
         # killed by SIGPIPE; the files the command writes were written first.
