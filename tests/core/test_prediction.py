@@ -60,10 +60,11 @@ def test_easy_predicts_the_blocked_head_from_the_running_jobs_run_limit() -> Non
     assert sc.core.expected_start(3) is None
     estimate = sc.core.no_expected_start(3)
     assert estimate is not None
-    assert (estimate.code, estimate.policy.name, estimate.policy.depth) == (
+    assert (estimate.code, estimate.policy.name, estimate.policy.depth, estimate.ahead) == (
         NoEstimateCode.BEYOND_DEPTH,
         BackfillPolicy.EASY,
         1,
+        (2,),  # the job whose reservation used the depth
     )
     # A running job has neither.
     assert (sc.core.expected_start(1), sc.core.no_expected_start(1)) == (None, None)

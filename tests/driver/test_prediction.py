@@ -194,13 +194,13 @@ BLOCKED = (J(1, 0, 100, 4, 100), J(2, 10, 50, 4, 50), J(3, 10, 50, 2, 50))
             BackfillPolicy.EASY,
             3,
             "no start time is predicted: it is not the one job the easy backfill policy "
-            "reserves for",
+            "reserves for (job 2, expected to start at ts=100000000000 (1970-01-01T00:01:40Z))",
         ),
         (
             BackfillPolicy.STRICT,
             3,
             "no start time is predicted: it is not the one job the strict backfill policy "
-            "reserves for",
+            "reserves for (job 2, expected to start at ts=100000000000 (1970-01-01T00:01:40Z))",
         ),
         (
             BackfillPolicy.CONSERVATIVE,
@@ -228,6 +228,29 @@ def test_explain_says_when_and_where_a_job_is_expected_to_start_or_why_not(
     text = explained(tmp_path, policy, *BLOCKED, jobid=jobid)
     head = f"job {jobid} at ts=10000000000 (1970-01-01T00:00:10Z): pending: "
     assert text.startswith(head) and text.endswith(f"; {expected}")
+
+
+@pytest.mark.parametrize(
+    ("blocked", "named"),
+    [(3, "jobs 2, 3"), (8, "jobs 2, 3, 4, 5, 6 and 2 more")],
+    ids=["every job reserved for", "the first five, then how many more"],
+)
+def test_explain_names_the_jobs_a_hybrid_policy_reserves_for_ahead_of_a_job(
+    tmp_path: Path, blocked: int, named: str
+) -> None:
+    # J1 holds the four hosts; J2.. are blocked behind it, and a depth of
+    # ``blocked - 1`` reserves for all of them but the last.
+    depth = blocked - 1
+    normal = QueueSpec(
+        name="normal", priority=30, backfill=BackfillPolicy.HYBRID, reservation_depth=depth
+    )
+    jobs = (J(1, 0, 100, 4, 100), *(J(i, 10, 50, 4, 50) for i in range(2, blocked + 2)))
+    path = tmp_path / "hybrid.jsonl"
+    simulate(workload(*jobs), BackfillPolicy.EASY, path, (normal,))
+    assert explain_job(path, blocked + 1, at_offset_s=10).endswith(
+        f"no start time is predicted: it is not among the {depth} jobs the hybrid backfill "
+        f"policy of queue 'normal' reserves for ({named})"
+    )
 
 
 def test_explain_says_no_start_can_be_predicted_behind_a_job_with_no_run_limit(

@@ -50,10 +50,15 @@ class NoEstimate:
         code: which case.
         policy: the job's backfill policy (its name, reservation depth and the
             domain the depth counts in: a queue that overrides, or None).
+        ahead: with ``BEYOND_DEPTH``, the jobs the session tried to reserve for in
+            the policy's domain: those it reserved for, in the order it did, then
+            those it found no instant for (under ``strict``, the one job that holds
+            this one back); empty otherwise.
     """
 
     code: NoEstimateCode
     policy: Policy
+    ahead: tuple[int, ...] = ()
 
 
 def expected_start(state: ClusterState, jobid: int) -> Reservation | None:
@@ -88,9 +93,9 @@ def no_estimate(state: ClusterState, jobid: int) -> NoEstimate | None:
         *(other for other in state.reservations if _tried(state, other)),
         *state.unplanned,
     ]
-    made = sum(1 for other in tried if _domain(state, other) == (policy.domain,))
-    if made >= policy.depth:
-        return NoEstimate(NoEstimateCode.BEYOND_DEPTH, policy)
+    ahead = tuple(other for other in tried if _domain(state, other) == (policy.domain,))
+    if len(ahead) >= policy.depth:
+        return NoEstimate(NoEstimateCode.BEYOND_DEPTH, policy, ahead)
     return NoEstimate(NoEstimateCode.NOT_PLANNED, policy)
 
 

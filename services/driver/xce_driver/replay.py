@@ -733,11 +733,36 @@ def start_estimate(core: SchedCore, jobid: int) -> str:
         )
     if why.code is NoEstimateCode.BEYOND_DEPTH:
         among = "the one job" if policy.depth == 1 else f"among the {policy.depth:,} jobs"
-        return f"no start time is predicted: it is not {among} {name} reserves for"
+        return f"no start time is predicted: it is not {among} {name} reserves for" + _reserved_for(
+            core, why.ahead
+        )
     return (
         "no start time is predicted: the last round made no reservation for it (a job "
         "its queue holds, one waiting for a preemption, or one that can never run gets none)"
     )
+
+
+#: How many of the jobs a policy reserved for ``explain`` names.
+_NAMED = 5
+
+
+def _reserved_for(core: SchedCore, ahead: tuple[int, ...]) -> str:
+    """`` (job 12, expected to start at ...)``: the jobs a policy reserved for ahead of
+    another, the first few by number, and when the one job is expected to start
+    (under ``easy`` and ``strict``, the job that holds the others back)."""
+    if not ahead:
+        return ""
+    if len(ahead) == 1:
+        reservation = core.expected_start(ahead[0])
+        when = (
+            ""
+            if reservation is None
+            else f", expected to start at {format_ts(reservation.start_ts)}"
+        )
+        return f" (job {ahead[0]}{when})"
+    named = ", ".join(str(jobid) for jobid in ahead[:_NAMED])
+    more = len(ahead) - _NAMED
+    return f" (jobs {named}" + (f" and {more:,} more)" if more > 0 else ")")
 
 
 def _count(count: int, noun: str) -> str:
