@@ -116,11 +116,12 @@ def new_core(
     backfill: BackfillPolicy = BackfillPolicy.GREEDY,
     reservation_depth: int | None = None,
     incremental: bool = True,
+    picker: str = "builtin_fcfs",
 ) -> SchedCore:
     """A core with three queues (two of equal priority; ``high`` preempts the others,
     ``low`` has a slot limit) and five hosts of 1-4 slots, under the backfill policy
     ``backfill`` (``reservation_depth`` with ``hybrid``), with incremental rounds or
-    not."""
+    not, and the global picker ``picker``."""
     core = SchedCore(on_decision=decisions.append, prng_seed=7, incremental=incremental)
     core.push_event(
         {
@@ -129,6 +130,7 @@ def new_core(
             "payload": {
                 "config": {
                     "queues": list(QUEUE_SPECS.values()),
+                    "job_pick_plugin": picker,
                     "preempt_timeout_rounds": 2,
                     "backfill": backfill.value,
                     "reservation_depth": reservation_depth,
@@ -239,17 +241,18 @@ def run(
     reservation_depth: int | None = None,
     on_round: RoundCheck | None = None,
     incremental: bool = True,
+    picker: str = "builtin_fcfs",
 ) -> list[str]:
     """Drive a ``new_core`` through ``ops``; with ``check``, after every event assert
     that a rejected event changed nothing, that each round decided each pending job
     at most once (and ``on_round``'s checks), and that resources are conserved;
-    ``incremental`` as ``SchedCore``'s.
+    ``incremental`` as ``SchedCore``'s; ``picker`` the global picker.
 
     Returns:
         Every decision as JSON, in order.
     """
     decisions: list[Decision] = []
-    core = new_core(decisions, backfill, reservation_depth, incremental)
+    core = new_core(decisions, backfill, reservation_depth, incremental, picker)
     for step, op in enumerate(ops, start=1):
         pending = {j.jobid for j in core.state.jobs.values() if j.state is JobState.PEND}
         suspended = {j.jobid for j in core.state.jobs.values() if j.state is JobState.SUSP}
