@@ -176,7 +176,11 @@ def test_console_script_runs_the_default(xce_sched: str, tmp_path: Path) -> None
     "make_argv, message",
     [
         (lambda tmp: ["--workload", str(tmp / "nosuch.swf")], "nosuch.swf: no such file"),
-        (lambda tmp: ["--policy", "sjf"], "unknown picker 'sjf'; known: builtin_fcfs"),
+        (
+            lambda tmp: ["--policy", "nosuch"],
+            "unknown picker 'nosuch'; known: "
+            "builtin_fcfs, f1, largest_first, sjf, smallest_first, unicep, wfp3",
+        ),
     ],
     ids=["missing workload file", "unknown policy"],
 )
@@ -236,7 +240,8 @@ def test_a_trace_without_job_records_is_refused(
         ),
         (
             [{"name": "normal", "job_pick_plugin": "nosuch"}],
-            "[0].job_pick_plugin: unknown picker 'nosuch'; known: builtin_fcfs",
+            "[0].job_pick_plugin: unknown picker 'nosuch'; known: "
+            "builtin_fcfs, f1, largest_first, sjf, smallest_first, unicep, wfp3",
         ),
     ],
     ids=[
@@ -488,8 +493,11 @@ BAD_INPUT = [
         ),
     ),
     (
-        lambda tmp: ["--policy", "sjf"],
-        lambda tmp: "unknown picker 'sjf'; known: builtin_fcfs",
+        lambda tmp: ["--policy", "nosuch"],
+        lambda tmp: (
+            "unknown picker 'nosuch'; known: "
+            "builtin_fcfs, f1, largest_first, sjf, smallest_first, unicep, wfp3"
+        ),
     ),
     (
         lambda tmp: ["--swf-queues", "garbage"],

@@ -27,6 +27,7 @@ from xce_driver.emulator import (
     RunPlan,
     SimulationTimeError,
     job_request,
+    job_spec,
 )
 from xce_driver.recording import RecordingWriter
 from xce_driver.simulate import (
@@ -475,8 +476,12 @@ def test_progress_reports_jobs_done_as_they_grow() -> None:
 
 
 def test_unknown_policy_is_a_config_error() -> None:
-    with pytest.raises(ConfigError, match="unknown picker 'sjf'; known: builtin_fcfs"):
-        run_simulation(workload([J(1, 0, 1, 1)]), source="hand-made", policy="sjf")
+    with pytest.raises(
+        ConfigError,
+        match="unknown picker 'nosuch'; known: "
+        "builtin_fcfs, f1, largest_first, sjf, smallest_first, unicep, wfp3",
+    ):
+        run_simulation(workload([J(1, 0, 1, 1)]), source="hand-made", policy="nosuch")
 
 
 # --- the report ------------------------------------------------------------------------
@@ -645,3 +650,9 @@ def test_recording_event_lines_are_the_events_json(tmp_path: Path) -> None:
     assert snapshot["data"]["config"]["queues"][0]["name"] == "normal"
     assert set(snapshot) == {"type", "ts", "data"}
     assert isinstance(snapshot["data"], dict)
+
+
+def test_a_jobs_user_and_project_reach_the_core() -> None:
+    job = SimJob(jobid=4, submit_s=0, run_s=1, tasks=1, queue="normal", user="u7", project="g3")
+    spec = job_spec(job, None, 0)
+    assert (spec.user, spec.project) == ("u7", "g3")

@@ -210,6 +210,13 @@ def test_record_that_cannot_run_is_skipped_and_counted_by_reason(
     assert list(workload.skipped) == list(SKIP_REASONS)
 
 
+def test_a_records_group_is_its_jobs_project() -> None:
+    records = [rec(1, 0, 10, alloc=1), rec(2, 5, 10, alloc=1)]
+    records[0] = dataclasses.replace(records[0], group_id=3)  # field 13; -1: unknown
+    workload = map_trace(trace(*records, MaxProcs="8"))
+    assert [(job.jobid, job.project) for job in workload.jobs] == [(1, "g3"), (2, None)]
+
+
 @pytest.mark.parametrize(
     "changes, field",
     [
@@ -218,6 +225,7 @@ def test_record_that_cannot_run_is_skipped_and_counted_by_reason(
         ({"allocated_procs": -4}, "field 5 (allocated_procs): -4"),
         ({"requested_procs": -16}, "field 8 (requested_procs): -16"),
         ({"user_id": -3}, "field 12 (user_id): -3"),
+        ({"group_id": -4}, "field 13 (group_id): -4"),
         ({"queue_number": -2}, "field 15 (queue_number): -2"),
         ({"run_time": -1, "submit_time": -5}, "field 2 (submit_time): -5"),
     ],
@@ -227,6 +235,7 @@ def test_record_that_cannot_run_is_skipped_and_counted_by_reason(
         "-4 allocated processors",
         "-16 requested processors",
         "a user id of -3",
+        "a group id of -4",
         "a queue number of -2",
         "a record that would be skipped is checked first",
     ],
@@ -703,6 +712,13 @@ def _big(**changes: object) -> SwfRecord:
             "18,446,744,073,709,551,615",
         ),
         (
+            _big(group_id=2**64),
+            {},
+            {},
+            "t.swf:12: field 13 (group_id): 18446744073709551616 is more than "
+            "18,446,744,073,709,551,615",
+        ),
+        (
             _big(requested_memory_kb=2.0**60),
             {},
             {"swf_memory": True, "host_mem_mb": 1024.0},
@@ -725,6 +741,7 @@ def _big(**changes: object) -> SwfRecord:
         "more allocated processors than 32 bits hold",
         "a job number beyond 64 bits",
         "a user id beyond 64 bits",
+        "a group id beyond 64 bits",
         "a requested memory beyond 2**40 MB per task",
         "a record not read from a file is named by its job number",
     ],

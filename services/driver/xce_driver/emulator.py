@@ -312,6 +312,7 @@ def _request_fields(job: SimJob, queue: QueueSpec | None) -> dict[str, object]:
         "jobid": job.jobid,
         "queue": job.queue,
         "user": job.user,
+        "project": job.project,
         "priority": job_priority(job, queue),
         "tasks": job.tasks,
         "resreq": job.resreq,

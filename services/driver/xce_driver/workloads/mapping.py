@@ -16,6 +16,9 @@ Defaults (each one overridable from the command line):
   only its queue's ``run_limit_s`` kills it. A trace without requests (the
   generated workload, NASA-iPSC, the Lublin files: field 9 is -1 throughout) gets
   exact limits in both modes;
+* its user and project: ``u<user id>`` (field 12; ``nobody`` when unknown) and
+  ``g<group id>`` (field 13, the project charged, as fair share reads it; none
+  when unknown);
 * its queue: ``normal``, unless a queue map sends the trace's queue numbers
   (field 15) elsewhere;
 * its job priority: its queue's priority. SWF has no job priority field, and the
@@ -34,7 +37,7 @@ Defaults (each one overridable from the command line):
   field 5 is above 0).
 
 As everywhere in the format, -1 means unknown. Any other negative value in a field
-the mapping reads (2, 4, 5, 8, 12, 15, and 10 with ``swf_memory``) is not SWF and is
+the mapping reads (2, 4, 5, 8, 12, 13, 15, and 10 with ``swf_memory``) is not SWF and is
 an error naming the file, line and field, not a skip: none of the archive logs in
 ``../shared/workloads`` holds one (every negative value in them is -1).
 
@@ -61,7 +64,7 @@ Ceilings, checked before anything is built (a value beyond one is an error namin
 * times: ``UnixStartTime`` + submit time + run time below ``MAX_TIME_S`` (10**10 s,
   the year 2286), so every event time in ns fits 64 bits with room to spare; a
   requested time used as a run limit below ``MAX_TIME_S`` too;
-* job numbers and user ids: ``MAX_ID`` (2**64 - 1);
+* job numbers, user and group ids: ``MAX_ID`` (2**64 - 1);
 * a job's requested memory with ``swf_memory``: ``MAX_MEM_MB`` (2**40 MB) per task.
 
 A job asking for more processors than the cluster has (but not more than
@@ -109,6 +112,7 @@ _UNKNOWN_OR_NATURAL = (
     "allocated_procs",
     "requested_procs",
     "user_id",
+    "group_id",
     "queue_number",
 )
 
@@ -128,6 +132,8 @@ class SimJob:
         tasks: slots it asks for.
         queue: queue name.
         user: user name (``u<user id>``, or ``nobody``).
+        project: the project charged: the trace's group (``g<group id>``, SWF field
+            13); None when the trace does not say.
         resreq: resource requirement string (``rusage[mem=...]`` with --swf-memory).
         priority: job priority (LSF ``-sp``); None: its queue's priority, resolved
             at submission from the queue definitions (SWF has no job priority;
@@ -145,6 +151,7 @@ class SimJob:
     resreq: str = ""
     priority: int | None = None
     run_limit_s: int | None = None
+    project: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -353,6 +360,7 @@ def map_trace(
         if requested and record.requested_time > 0:
             run_limit = record.requested_time
         user = f"u{record.user_id}" if record.user_id >= 0 else "nobody"
+        project = f"g{record.group_id}" if record.group_id >= 0 else None
         resreq = ""
         if swf_memory and record.requested_memory_kb > 0:
             resreq = f"rusage[mem={record.requested_memory_kb / 1024:g}]"
@@ -366,6 +374,7 @@ def map_trace(
                 user=user,
                 resreq=resreq,
                 run_limit_s=run_limit,
+                project=project,
             )
         )
     jobs.sort(key=lambda job: (job.submit_s, job.jobid))
@@ -544,6 +553,10 @@ def _check_record(
         )
     if record.user_id > MAX_ID:
         raise MappingError(f"{where}: field 12 (user_id): {record.user_id} is more than {MAX_ID:,}")
+    if record.group_id > MAX_ID:
+        raise MappingError(
+            f"{where}: field 13 (group_id): {record.group_id} is more than {MAX_ID:,}"
+        )
     if swf_memory and record.requested_memory_kb > MAX_MEM_MB * 1024:
         raise MappingError(
             f"{where}: field 10 (requested_memory_kb): {record.requested_memory_kb:g} KB is "
