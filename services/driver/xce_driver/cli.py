@@ -264,7 +264,11 @@ def _add_workload_options(sub: argparse.ArgumentParser) -> None:
         help="slots per host (default 1; hosts × K at most 2**31 - 1)",
     )
     sub.add_argument(
-        "--policy", default="builtin_fcfs", metavar="NAME", help="job picker (default builtin_fcfs)"
+        "--policy",
+        default="builtin_fcfs",
+        metavar="NAME",
+        help="job order (picker): builtin_fcfs (default), sjf, largest_first, smallest_first, "
+        "f1, wfp3, unicep, or a plugin's",
     )
     sub.add_argument(
         "--backfill",
