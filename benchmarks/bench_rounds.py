@@ -45,14 +45,17 @@ def busy_core(pending: int, hosts: int, incremental: bool) -> tuple[SchedCore, l
     return core, decisions
 
 
-def rounds(core: SchedCore, decisions: list[Decision], count: int) -> tuple[float, int]:
-    """Run ``count`` rounds, each after one running job ends (events built as the
-    in-process driver builds them); (wall s, dispatches)."""
+def rounds(
+    core: SchedCore, decisions: list[Decision], count: int, first_s: int = 2
+) -> tuple[float, int]:
+    """Run ``count`` rounds, one a second from ``first_s``, each after one running
+    job ends (events built as the in-process driver builds them); (wall s,
+    dispatches)."""
     running = [d.jobid for d in decisions if isinstance(d, Dispatch)]
     start = len(decisions)
     started = time.perf_counter()
     for step in range(count):
-        ts = (step + 2) * NS
+        ts = (step + first_s) * NS
         jobid = running[step]
         change = JobStateChangePayload(jobid=jobid, state=JobState.DONE)
         core.push_event(JobStateChange(ts=ts, payload=change))

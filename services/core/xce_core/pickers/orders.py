@@ -34,15 +34,20 @@ from collections.abc import Mapping
 from typing import Any, ClassVar
 
 from mypy_extensions import mypyc_attr
+from xce_schemas import SchedulerConfig
 
 from xce_core.pickers.sorted import SortedPicker
-from xce_core.plugins import JobInfo
-from xce_core.runtime import effective_run_limit_s
+from xce_core.plugins import JobInfo, QueueInfo
 
 NS = 1_000_000_000
 
-#: The rank of a job with no run limit in an order by run limit: after all others.
-_UNBOUNDED = (1, 0.0)
+#: An order by run limit ranks ``(0, score, queue time)``, or ``(1, 0.0, queue
+#: time)`` for a job with no run limit: after all others.
+_BOUNDED = 0
+_UNBOUNDED = 1
+
+#: Not looked up yet (``_ByRunLimit._limits``).
+_UNSET: Any = object()
 
 
 @mypyc_attr(allow_interpreted_subclasses=True)
@@ -51,9 +56,34 @@ class _ByRunLimit(SortedPicker):
 
     reads_queue: ClassVar[bool] = True
 
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        # queue name → its run limit, s (an order that ages reads it for every job
+        # every session); forgotten whenever a queue changes.
+        self._limits: dict[str, int | None] = {}
+
+    def on_config(self, config: SchedulerConfig) -> None:
+        """Forget the queues' run limits, then as ``SortedPicker``."""
+        self._limits.clear()
+        super().on_config(config)
+
+    def on_queue_update(self, queue: QueueInfo) -> None:
+        """Forget the queues' run limits, then as ``SortedPicker`` (which computes
+        the queue's jobs' keys again)."""
+        self._limits.clear()
+        super().on_queue_update(queue)
+
     def _req(self, job: JobInfo) -> int | None:
-        """The job's run limit in force, s (None: none is known)."""
-        return effective_run_limit_s(job, self._view.queue(job.queue))
+        """The job's run limit in force, s (None: none is known;
+        ``runtime.effective_run_limit_s``)."""
+        limit: int | None = self._limits.get(job.queue, _UNSET)
+        if limit is _UNSET:
+            queue = self._view.queue(job.queue)
+            limit = self._limits[job.queue] = None if queue is None else queue.run_limit_s
+        own = job.run_limit_s
+        if own is None:
+            return limit
+        return own if limit is None or own < limit else limit
 
 
 class ShortestFirst(_ByRunLimit):
@@ -63,9 +93,11 @@ class ShortestFirst(_ByRunLimit):
     name: ClassVar[str] = "sjf"
 
     def order(self, job: JobInfo, now: int) -> Any:
-        """``((0, req) or (1, 0), queue time)``."""
+        """``(0, req, queue time)``, or ``(1, 0.0, queue time)`` with no run limit."""
         req = self._req(job)
-        return (_UNBOUNDED if req is None else (0, float(req)), job.queue_ts)
+        if req is None:
+            return (_UNBOUNDED, 0.0, job.queue_ts)
+        return (_BOUNDED, float(req), job.queue_ts)
 
 
 class LargestFirst(SortedPicker):
@@ -113,14 +145,14 @@ class F1(_ByRunLimit):
         super().on_job_push(job)
 
     def order(self, job: JobInfo, now: int) -> Any:
-        """``((0, F1) or (1, 0), queue time)``."""
+        """``(0, F1, queue time)``, or ``(1, 0.0, queue time)`` with no run limit."""
         req = self._req(job)
         if req is None:
-            return (_UNBOUNDED, job.queue_ts)
+            return (_UNBOUNDED, 0.0, job.queue_ts)
         origin = job.submit_ts if self._origin is None else self._origin
         submit = max((job.submit_ts - origin) / NS, 0.1)
         score = math.log10(max(req, 1)) * job.tasks + 870 * math.log10(submit)
-        return ((0, score), job.queue_ts)
+        return (_BOUNDED, score, job.queue_ts)
 
     def save_state(self) -> dict[str, Any]:
         """The time origin (ns), with the override pickers' states."""
@@ -151,12 +183,12 @@ class Wfp3(_ByRunLimit):
     ages: ClassVar[bool] = True
 
     def order(self, job: JobInfo, now: int) -> Any:
-        """``((0, WFP3) or (1, 0), queue time)``."""
+        """``(0, WFP3, queue time)``, or ``(1, 0.0, queue time)`` with no run limit."""
         req = self._req(job)
         if req is None:
-            return (_UNBOUNDED, job.queue_ts)
-        wait = max(now - job.submit_ts, 0) / NS
-        return ((0, -((wait / max(req, 1)) ** 3) * job.tasks), job.queue_ts)
+            return (_UNBOUNDED, 0.0, job.queue_ts)
+        ratio = max(now - job.submit_ts, 0) / NS / (req if req > 1 else 1)
+        return (_BOUNDED, -ratio * ratio * ratio * job.tasks, job.queue_ts)
 
 
 class Unicep(_ByRunLimit):
@@ -174,12 +206,15 @@ class Unicep(_ByRunLimit):
     ages: ClassVar[bool] = True
 
     def order(self, job: JobInfo, now: int) -> Any:
-        """``((0, UNICEP) or (1, 0), queue time)``."""
+        """``(0, UNICEP, queue time)``, or ``(1, 0.0, queue time)`` with no run
+        limit."""
         req = self._req(job)
         if req is None:
-            return (_UNBOUNDED, job.queue_ts)
+            return (_UNBOUNDED, 0.0, job.queue_ts)
         wait = max(now - job.submit_ts, 0) / NS
-        return ((0, -wait / (max(math.log2(job.tasks), 1.0) * max(req, 1))), job.queue_ts)
+        tasks = job.tasks
+        width = math.log2(tasks) if tasks > 2 else 1.0
+        return (_BOUNDED, -wait / (width * (req if req > 1 else 1)), job.queue_ts)
 
 
 #: Every order of this module, by picker name.

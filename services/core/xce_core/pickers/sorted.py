@@ -113,8 +113,9 @@ class SortedPicker(PickerBase):
     def order(self, job: JobInfo, now: int) -> Any:
         """The job's sort key in its lane, smallest first (after job priority; job
         id breaks ties): any value the order's keys compare with, the same for the
-        same job and ``now`` (virtual time, ns). Only an order that ``ages`` may
-        read ``now``."""
+        same job and ``now``. ``now`` is the core's clock (virtual time, ns) for an
+        order that ``ages``, and 0 for one that does not (its keys must not change
+        with time)."""
         raise NotImplementedError(f"picker {self.name!r} writes no order")
 
     def __init__(self, config: PickerConfig, view: CoreView) -> None:
@@ -453,27 +454,34 @@ class SortedPicker(PickerBase):
 
     # --- internals -----------------------------------------------------------------
 
-    def _key(self, job: JobInfo) -> JobKey:
-        """The job's place in its lane, now."""
-        return (-job.priority, self.order(job, self._view.now()), job.jobid)
+    def _key(self, job: JobInfo, now: int | None = None) -> JobKey:
+        """The job's place in its lane at ``now`` (ns; None: the clock's, read only
+        for an order that ``ages``)."""
+        if now is None:
+            now = self._view.now() if self.ages else 0
+        return (-job.priority, self.order(job, now), job.jobid)
 
     def _resort(self) -> None:
         """Compute every lane job's key again and sort each level anew, parked jobs
         in the groups they were parked in (their parking rests on their outcome,
         not on their place): one pass and one sort per level."""
-        jobs, parked = self._jobs, self._parked
-        keys = self._keys = {jobid: self._key(jobs[jobid]) for jobid in self._keys}
-        lanes: dict[int, list[JobKey]] = {}
+        jobs, parked, owner, order = self._jobs, self._parked, self._owner, self.order
+        now = self._view.now() if self.ages else 0
+        level_of = {name: -queue.priority for name, queue in self._queues.items()}
+        keys: dict[int, JobKey] = {}
+        lanes: dict[int, list[JobKey]] = {number: [] for number in self._levels}
         groups: dict[int, dict[tuple[int, int | None, int | None], list[JobKey]]] = {}
-        for jobid, key in keys.items():
-            level = -self._queues[self._owner[jobid]].priority
+        for jobid in self._keys:
+            job = jobs[jobid]
+            key = keys[jobid] = (-job.priority, order(job, now), jobid)
             record = parked.get(jobid)
             if record is None:
-                lanes.setdefault(level, []).append(key)
+                lanes[level_of[owner[jobid]]].append(key)
             else:
-                groups.setdefault(level, {}).setdefault(record, []).append(key)
+                groups.setdefault(level_of[owner[jobid]], {}).setdefault(record, []).append(key)
+        self._keys = keys
         for number, level in self._levels.items():
-            level.lane = SortedList(lanes.get(number, ()))
+            level.lane = SortedList(lanes[number])
             until = level.until
             level.parked, level.reserved, level.behind = SortedDict(), {}, {}
             level.until = {}
