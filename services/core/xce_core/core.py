@@ -112,6 +112,22 @@ _PARK_NEUTRAL = frozenset(
 EVENT_CLASSES: tuple[type, ...] = get_args(get_args(CoreEvent)[0])
 
 
+def _check_routed(picker: JobPicker, queue: str, own: str) -> None:
+    """Refuse a queue naming a picker of its own (``own``) under a global picker that
+    serves every queue itself (``PickerBase.routes_queues`` False): the name would
+    be dropped silently.
+
+    Raises:
+        ConfigError: naming the queue, its picker and the global one.
+    """
+    if not getattr(picker, "routes_queues", False):
+        raise ConfigError(
+            f"queue {queue!r} names picker {own!r}, but the global picker {picker.name!r} "
+            "serves every queue itself (only a SortedPicker serves a queue through its own "
+            "picker)"
+        )
+
+
 def _reject(event_type: str, where: str, why: str) -> EventError:
     return EventError(f"{event_type} rejected: {where}: {why}")
 
@@ -410,6 +426,9 @@ class SchedCore:
         config = self.state.config
         picker = self._make_picker(config.job_pick_plugin, None)
         try:
+            for queue in self.state.queues.values():
+                if queue.job_pick_plugin is not None:
+                    _check_routed(picker, queue.name, queue.job_pick_plugin)
             self._feed_picker(picker, config)
         except ConfigError:
             picker.fini()
@@ -440,6 +459,7 @@ class SchedCore:
         spec = event.payload.queue
         if spec.job_pick_plugin is not None:
             self.registry.pickers.get(spec.job_pick_plugin)  # ConfigError, nothing changed
+            _check_routed(self.picker, spec.name, spec.job_pick_plugin)
         self._check_queue(event.type, "payload.queue", spec, {*self.state.queues, spec.name})
         queue = self.state.queues.get(spec.name)
         if queue is None:

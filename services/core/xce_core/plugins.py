@@ -223,6 +223,11 @@ class PickerBase:
     """
 
     name: ClassVar[str] = ""
+    #: Whether the picker, as the global one, serves a queue that names a picker of
+    #: its own (``job_pick_plugin``, Req 5 AC 2) through that picker. One that does
+    #: not serves every queue itself, and the core refuses a queue naming another
+    #: picker under it rather than let the name be dropped silently.
+    routes_queues: ClassVar[bool] = False
 
     def fini(self) -> None:
         """Release what the picker holds (no-op)."""

@@ -242,6 +242,26 @@ def test_unknown_override_is_a_configuration_error_listing_known_pickers() -> No
     assert "x" not in sc.core.state.queues
 
 
+def test_a_global_picker_that_serves_every_queue_itself_refuses_a_queues_own_picker() -> None:
+    """Under a global picker written on ``PickerBase`` alone, a queue's
+    ``job_pick_plugin`` would be dropped silently: the configuration, and a queue
+    update naming one, are refused by name, and nothing changes."""
+    lifo_everywhere = cluster().hosts_n(1).queue("normal").with_picker("lifo")
+    with pytest.raises(
+        ConfigError,
+        match=r"queue 'batch' names picker 'builtin_fcfs', but the global picker 'lifo' "
+        r"serves every queue itself",
+    ):
+        lifo_everywhere.queue("batch", picker="builtin_fcfs").build(registry=registry_with_lifo())
+    sc = cluster().hosts_n(1).queue("normal").with_picker("lifo").build(registry_with_lifo())
+    update = QueueUpdate(
+        ts=NS, payload=QueueUpdatePayload(queue=QueueSpec(name="x", job_pick_plugin="lifo"))
+    )
+    with pytest.raises(ConfigError, match=r"queue 'x' names picker 'lifo', but the global"):
+        sc.push(update)
+    assert "x" not in sc.core.state.queues and sc.core.picker.name == "lifo"
+
+
 def test_next_job_exhaustion_is_stable() -> None:
     sc = cluster().hosts_n(1).queue("normal").job(1).build()
     picker = sc.core.picker

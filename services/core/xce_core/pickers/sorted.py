@@ -104,6 +104,7 @@ class SortedPicker(PickerBase):
     """
 
     name: ClassVar[str] = ""
+    routes_queues: ClassVar[bool] = True
     #: The order changes as jobs wait: computed again once per session.
     ages: ClassVar[bool] = False
     #: The order reads the job's queue (its run limit): computed again for the
