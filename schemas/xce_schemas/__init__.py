@@ -67,6 +67,7 @@ from xce_schemas.events import (
     dump_event,
     parse_event,
 )
+from xce_schemas.fairshare import FairShareConfig, FairShareFormula
 from xce_schemas.pending import PENDING_TEXT, HostReason, PendingCode, PendingReason, ResourceReason
 from xce_schemas.recording import (
     RECORDING_VERSION,
@@ -101,6 +102,8 @@ __all__ = [
     "DecisionLine",
     "Dispatch",
     "End",
+    "FairShareConfig",
+    "FairShareFormula",
     "Header",
     "HostAlloc",
     "HostReason",

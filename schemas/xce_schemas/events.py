@@ -16,6 +16,7 @@ from pydantic import Field, Strict, TypeAdapter, ValidationInfo, field_validator
 from pydantic_core import PydanticCustomError
 
 from xce_schemas.base import PLAIN_WIRE, WireModel
+from xce_schemas.fairshare import FairShareConfig
 from xce_schemas.windows import parse_window
 
 #: A name of a queue, host, user, project or resource: no spaces, not empty.
@@ -206,6 +207,8 @@ class SchedulerConfig(WireModel):
             jobs); ``greedy``, first fit, by default.
         reservation_depth: with ``backfill: hybrid``, how many blocked jobs get
             reservations.
+        fairshare: shares, usage decay and weights of the ``fairshare`` picker
+            (``xce_schemas.fairshare``); None: its defaults (equal shares).
     """
 
     job_pick_plugin: Name = "builtin_fcfs"
@@ -219,6 +222,7 @@ class SchedulerConfig(WireModel):
     reservation_depth: ReservationDepth | None = Field(
         default=None, exclude_if=lambda value: value is None, validate_default=True
     )
+    fairshare: FairShareConfig | None = Field(default=None, exclude_if=lambda value: value is None)
 
     _hybrid_depth = field_validator("reservation_depth")(_depth_only_with_hybrid)
 

@@ -292,13 +292,13 @@ def test_impossible_state_changes_are_rejected(transition: tuple[JobState], mess
 def test_unknown_picker_in_config_is_a_configuration_error() -> None:
     sc = base()
     before = save_snapshot(sc.core)
-    with pytest.raises(ConfigError, match=r"unknown picker 'fairshare'; known: builtin_fcfs"):
+    with pytest.raises(ConfigError, match=r"unknown picker 'nosuch'; known: builtin_fcfs"):
         sc.push(
             {
                 "type": "CONFIG_PUSH",
                 "ts": 2 * NS,
                 "payload": {
-                    "config": {"job_pick_plugin": "fairshare", "queues": [{"name": "normal"}]}
+                    "config": {"job_pick_plugin": "nosuch", "queues": [{"name": "normal"}]}
                 },
             }
         )

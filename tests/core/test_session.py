@@ -271,7 +271,7 @@ def test_registry_refuses_duplicates_and_names_unknown_pickers() -> None:
     with pytest.raises(
         ConfigError,
         match=r"unknown picker 'nosuch'; known: "
-        "builtin_fcfs, f1, largest_first, sjf, smallest_first, unicep, wfp3",
+        "builtin_fcfs, f1, fairshare, largest_first, sjf, smallest_first, unicep, wfp3",
     ):
         registry.pickers.get("nosuch")
     copy = registry.copy()

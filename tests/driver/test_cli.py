@@ -179,7 +179,7 @@ def test_console_script_runs_the_default(xce_sched: str, tmp_path: Path) -> None
         (
             lambda tmp: ["--policy", "nosuch"],
             "unknown picker 'nosuch'; known: "
-            "builtin_fcfs, f1, largest_first, sjf, smallest_first, unicep, wfp3",
+            "builtin_fcfs, f1, fairshare, largest_first, sjf, smallest_first, unicep, wfp3",
         ),
     ],
     ids=["missing workload file", "unknown policy"],
@@ -241,7 +241,7 @@ def test_a_trace_without_job_records_is_refused(
         (
             [{"name": "normal", "job_pick_plugin": "nosuch"}],
             "[0].job_pick_plugin: unknown picker 'nosuch'; known: "
-            "builtin_fcfs, f1, largest_first, sjf, smallest_first, unicep, wfp3",
+            "builtin_fcfs, f1, fairshare, largest_first, sjf, smallest_first, unicep, wfp3",
         ),
     ],
     ids=[
@@ -496,7 +496,7 @@ BAD_INPUT = [
         lambda tmp: ["--policy", "nosuch"],
         lambda tmp: (
             "unknown picker 'nosuch'; known: "
-            "builtin_fcfs, f1, largest_first, sjf, smallest_first, unicep, wfp3"
+            "builtin_fcfs, f1, fairshare, largest_first, sjf, smallest_first, unicep, wfp3"
         ),
     ),
     (

@@ -479,7 +479,7 @@ def test_unknown_policy_is_a_config_error() -> None:
     with pytest.raises(
         ConfigError,
         match="unknown picker 'nosuch'; known: "
-        "builtin_fcfs, f1, largest_first, sjf, smallest_first, unicep, wfp3",
+        "builtin_fcfs, f1, fairshare, largest_first, sjf, smallest_first, unicep, wfp3",
     ):
         run_simulation(workload([J(1, 0, 1, 1)]), source="hand-made", policy="nosuch")
 

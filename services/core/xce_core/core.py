@@ -418,7 +418,9 @@ class SchedCore:
         """Replace the picker by a new one of the configured name, fed the current state.
 
         A configuration push (and a snapshot load) does this, so the picker's order
-        depends only on the core's state.
+        depends only on the core's state and, for a picker with history of its own
+        (a fair share's usage), on what it saves: a new picker of the same name as
+        the old one is given the old one's saved state (``save_state``).
 
         Raises:
             ConfigError: the configuration names an unknown picker; nothing changed.
@@ -430,6 +432,8 @@ class SchedCore:
                 if queue.job_pick_plugin is not None:
                     _check_routed(picker, queue.name, queue.job_pick_plugin)
             self._feed_picker(picker, config)
+            if picker.name == self.picker.name:
+                picker.load_state(self.picker.save_state())
         except ConfigError:
             picker.fini()
             raise

@@ -7,6 +7,7 @@ core itself reads no entry points.
 from __future__ import annotations
 
 from xce_core.pickers.builtin_fcfs import BuiltinFcfs
+from xce_core.pickers.fairshare import FairShare
 from xce_core.pickers.orders import ORDERS
 from xce_core.plugins import PickerFactory, PluginRegistry, PreemptPolicyFactory, Registry
 from xce_core.preempt.lowest_priority_first import LowestPriorityFirst
@@ -20,7 +21,11 @@ DEFAULT_PREEMPT_POLICY = LowestPriorityFirst.name
 
 def in_tree_registry() -> PluginRegistry:
     """A fresh registry holding every built-in plugin."""
-    pickers: dict[str, PickerFactory] = {BuiltinFcfs.name: BuiltinFcfs, **ORDERS}
+    pickers: dict[str, PickerFactory] = {
+        BuiltinFcfs.name: BuiltinFcfs,
+        **ORDERS,
+        FairShare.name: FairShare,
+    }
     policies: dict[str, PreemptPolicyFactory] = {LowestPriorityFirst.name: LowestPriorityFirst}
     return PluginRegistry(
         pickers=Registry("picker", pickers),
