@@ -104,12 +104,15 @@ def job_spec(
     user: str = "u1",
     resreq: str = "",
     run_limit_s: int | None = None,
+    project: str | None = None,
 ) -> JobSpec:
-    """A job submitted at ``submit_s`` (with its own run limit, s, if given)."""
+    """A job submitted at ``submit_s`` (with its own run limit, s, and project, if
+    given)."""
     return JobSpec(
         jobid=jobid,
         queue=queue,
         user=user,
+        project=project,
         priority=priority,
         tasks=tasks,
         resreq=resreq,

@@ -650,6 +650,9 @@ class SchedCore:
         if old is JobState.PEND:
             state.preemptions.pop(job.jobid, None)  # a preemptor that left the queue
         job.state = new
+        # The event is taken: the picker hears of it at its time (a fair share
+        # charges a job's slots up to the instant it ended).
+        self.clock.observe(event.ts)
         self.picker.on_job_state_change(job, new)
 
     def _resume(self, event_type: str, job: Job, ts: int) -> None:

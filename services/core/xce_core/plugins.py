@@ -242,7 +242,7 @@ class PickerBase:
         """A job was submitted (no-op)."""
 
     def on_job_state_change(self, job: JobInfo, new_state: JobState) -> None:
-        """A job changed state (no-op)."""
+        """A job changed state (no-op); ``CoreView.now()`` reads the change's time."""
 
     def on_job_update(self, job: JobInfo) -> None:
         """A job's priority or queue changed (no-op)."""

@@ -53,6 +53,7 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeElapsedColumn
 from rich.table import Table
 from xce_core.errors import ConfigError, PluginError
+from xce_core.pickers.fairshare import FairShare
 from xce_core.plugins import PluginRegistry
 from xce_schemas import BackfillPolicy, QueueSpec
 from xce_schemas.errors import describe
@@ -60,6 +61,7 @@ from xce_schemas.errors import describe
 from xce_driver.event_file import write_event_file
 from xce_driver.live.emulate import MAX_SPEED, RESET_STEPS, LiveEmulator, SubmissionRefused
 from xce_driver.plugins import load_registry
+from xce_driver.policy_config import PolicyConfigError, read_policy_config
 from xce_driver.recording import RecordingWriter
 from xce_driver.replay import (
     ReplayError,
@@ -228,17 +230,39 @@ def _backfill_policy(text: str) -> BackfillPolicy:
         ) from None
 
 
-def _backfill_options(args: argparse.Namespace) -> dict[str, Any]:
-    """``--backfill`` and ``--reservation-depth``, checked together.
+def _policy_options(args: argparse.Namespace) -> dict[str, Any]:
+    """``--backfill`` and ``--reservation-depth``, checked together, and the fair-share
+    configuration of ``--policy-config``.
 
     Raises:
-        UserError: a depth without ``hybrid``, or ``hybrid`` without a depth.
+        UserError: a depth without ``hybrid``, or ``hybrid`` without a depth; a
+            policy-configuration file that cannot be read or used (naming it and
+            the field), or that would change nothing (no picker reads it).
     """
     if args.reservation_depth is not None and args.backfill is not BackfillPolicy.HYBRID:
         raise UserError("--reservation-depth is for --backfill hybrid")
     if args.backfill is BackfillPolicy.HYBRID and args.reservation_depth is None:
         raise UserError("--backfill hybrid needs --reservation-depth N (1 or more)")
-    return {"backfill": args.backfill, "reservation_depth": args.reservation_depth}
+    fairshare = None
+    if args.policy_config is not None:
+        try:
+            fairshare = read_policy_config(args.policy_config).fairshare
+        except PolicyConfigError as exc:
+            raise UserError(f"--policy-config {exc}") from None
+        except OSError as exc:
+            raise UserError(
+                f"--policy-config {args.policy_config}: {exc.strerror or exc}"
+            ) from None
+        if fairshare is None or args.policy != FairShare.name:
+            raise UserError(
+                f"--policy-config {args.policy_config}: it would change nothing: only "
+                f"--policy {FairShare.name} reads it, from its 'fairshare' table"
+            )
+    return {
+        "backfill": args.backfill,
+        "reservation_depth": args.reservation_depth,
+        "fairshare": fairshare,
+    }
 
 
 def _add_workload_options(sub: argparse.ArgumentParser) -> None:
@@ -283,6 +307,12 @@ def _add_workload_options(sub: argparse.ArgumentParser) -> None:
         type=_whole(1, 1_000_000),
         metavar="N",
         help="with --backfill hybrid: how many blocked jobs get reservations",
+    )
+    sub.add_argument(
+        "--policy-config",
+        metavar="FILE",
+        help="job-priority configuration, JSON or TOML (.toml): the 'fairshare' table of "
+        "--policy fairshare (shares by project and user, decay, weights; see README)",
     )
     sub.add_argument(
         "--seed",
@@ -813,9 +843,9 @@ def _run(
     source: str,
     registry: PluginRegistry,
     queues: tuple[QueueSpec, ...],
-    backfill: dict[str, Any],
+    options: dict[str, Any],
 ) -> SimulationResult:
-    """Simulate ``workload`` under ``backfill`` (``_backfill_options``, checked before
+    """Simulate ``workload`` under ``options`` (``_policy_options``, checked before
     the recording is opened), with a progress bar on a terminal and the recording.
 
     Raises:
@@ -836,7 +866,7 @@ def _run(
                 snapshot_interval=args.record_snapshot_interval or 0,
                 progress=lambda done: bar.update(task, completed=done),
                 queues=queues,
-                **backfill,
+                **options,
             )
     except BaseException:
         if recording is not None:
@@ -855,14 +885,14 @@ def simulate(args: argparse.Namespace) -> int:
         [("--workload", args.workload), ("--queues", args.queues)],
     )
     _refuse_ignored(args)
-    backfill = _backfill_options(args)  # before --record truncates an existing file
+    options = _policy_options(args)  # before --record truncates an existing file
     registry = load_registry()
     registry.pickers.get(args.policy)
     queues = _load_queues(args.queues)
     workload, source = _load_workload(args)
     _check_queue_file(args.queues, queues, workload, registry)
     try:
-        result = _run(args, workload, source, registry, queues, backfill)
+        result = _run(args, workload, source, registry, queues, options)
     except OSError as exc:
         if args.record and exc.filename == str(Path(args.record)):
             raise UserError(f"--record {args.record}: {exc.strerror or exc}") from None
@@ -899,7 +929,7 @@ def emulate_command(args: argparse.Namespace) -> int:
     queues = _load_queues(args.queues)
     workload, source = _load_workload(args)
     _check_queue_file(args.queues, queues, workload, registry)
-    config = checked_config(workload, args.policy, queues, registry, **_backfill_options(args))
+    config = checked_config(workload, args.policy, queues, registry, **_policy_options(args))
     hosts = host_specs(workload.hosts, workload.slots_per_host, workload.host_mem_mb)
     emulator = LiveEmulator(workload.jobs, hosts, config, nats_url=args.nats, speed=args.speed)
     started = time.perf_counter()
@@ -1173,7 +1203,7 @@ def events_command(args: argparse.Namespace) -> int:
     queues = _load_queues(args.queues)
     workload, source = _load_workload(args)
     _check_queue_file(args.queues, queues, workload, registry)
-    config = checked_config(workload, args.policy, queues, registry, **_backfill_options(args))
+    config = checked_config(workload, args.policy, queues, registry, **_policy_options(args))
     with _writing("--out", args.out):
         summary = write_event_file(workload, config, args.out)
     refused = (

@@ -22,7 +22,15 @@ from pydantic import TypeAdapter, ValidationError
 from xce_core.core import SchedCore
 from xce_core.errors import ConfigError
 from xce_core.plugins import PluginRegistry
-from xce_schemas import BackfillPolicy, CoreEvent, Decision, HostSpec, QueueSpec, SchedulerConfig
+from xce_schemas import (
+    BackfillPolicy,
+    CoreEvent,
+    Decision,
+    FairShareConfig,
+    HostSpec,
+    QueueSpec,
+    SchedulerConfig,
+)
 from xce_schemas.errors import describe
 
 from xce_driver.batch_gc import batch_gc
@@ -125,8 +133,10 @@ def scheduler_config(
     *,
     backfill: BackfillPolicy = BackfillPolicy.GREEDY,
     reservation_depth: int | None = None,
+    fairshare: FairShareConfig | None = None,
 ) -> SchedulerConfig:
-    """The configuration pushed first: the picker, the backfill policy and the queues.
+    """The configuration pushed first: the picker, the backfill policy, the fair-share
+    configuration (``--policy-config``) and the queues.
 
     The queues are the workload's (queue map) ``name:priority`` queues, in their
     order, each replaced by the definition of the same name in ``queues`` when there
@@ -147,6 +157,7 @@ def scheduler_config(
         queues=tuple(merged),
         backfill=backfill,
         reservation_depth=reservation_depth,
+        fairshare=fairshare,
     )
 
 
@@ -203,6 +214,7 @@ def checked_config(
     *,
     backfill: BackfillPolicy = BackfillPolicy.GREEDY,
     reservation_depth: int | None = None,
+    fairshare: FairShareConfig | None = None,
 ) -> SchedulerConfig:
     """``scheduler_config``, checked before any work: every picker and preemption
     policy it names is registered, every job's queue is defined, and every queue a
@@ -215,7 +227,12 @@ def checked_config(
     """
     registry.pickers.get(policy)
     config = scheduler_config(
-        workload, policy, queues, backfill=backfill, reservation_depth=reservation_depth
+        workload,
+        policy,
+        queues,
+        backfill=backfill,
+        reservation_depth=reservation_depth,
+        fairshare=fairshare,
     )
     check_queues(workload, config)
     names = [queue.name for queue in config.queues]
@@ -250,6 +267,7 @@ def run_simulation(
     backfill: BackfillPolicy = BackfillPolicy.GREEDY,
     reservation_depth: int | None = None,
     incremental: bool = True,
+    fairshare: FairShareConfig | None = None,
 ) -> SimulationResult:
     """Simulate ``workload`` on its cluster with the picker ``policy``.
 
@@ -273,6 +291,7 @@ def run_simulation(
             own, in ``queues``, overrides it for its jobs).
         incremental: incremental rounds (``SchedCore``'s ``incremental``); False
             only to measure what they save: the decisions are the same.
+        fairshare: the ``fairshare`` picker's configuration (``--policy-config``).
 
     Raises:
         ConfigError: ``policy`` (or a queue's ``job_pick_plugin``) is not a
@@ -281,7 +300,13 @@ def run_simulation(
     """
     registry = registry if registry is not None else load_registry()
     config = checked_config(
-        workload, policy, queues, registry, backfill=backfill, reservation_depth=reservation_depth
+        workload,
+        policy,
+        queues,
+        registry,
+        backfill=backfill,
+        reservation_depth=reservation_depth,
+        fairshare=fairshare,
     )
     emulator: ClusterEmulator
     recorder = None if recording is None else Recorder(recording, snapshot_interval)

@@ -167,7 +167,7 @@ def test_a_picker_that_is_only_an_order_gets_the_rest() -> None:
     assert dispatch_order(sc.build(registry=registry), 10) == [3, 2, 1]
 
 
-@pytest.mark.parametrize("picker", sorted(ORDERS))
+@pytest.mark.parametrize("picker", sorted([*ORDERS, "fairshare"]))
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
     ops=st.lists(operation, min_size=10, max_size=60),
@@ -180,7 +180,7 @@ def test_every_order_decides_the_same_with_incremental_and_full_rounds(
     assert run(ops, check=True, backfill=backfill, picker=picker) == full
 
 
-@pytest.mark.parametrize("picker", sorted(ORDERS))
+@pytest.mark.parametrize("picker", sorted([*ORDERS, "fairshare"]))
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(ops=st.lists(operation, min_size=1, max_size=60), data=st.data())
 def test_every_order_continues_the_same_from_a_snapshot(

@@ -1,0 +1,82 @@
+"""``--policy-config FILE``: the job-priority configuration of a simulation, a JSON or
+TOML file (issue 17).
+
+Today it holds the fair-share configuration of the ``fairshare`` picker under the
+key ``fairshare`` (``xce_schemas.FairShareConfig``: formula, decay, shares by
+project and user, LSF factors, Slurm weights), validated by the same schema as the
+core's ``CONFIG_PUSH``. Example (TOML)::
+
+    [fairshare]
+    formula = "slurm"          # or "lsf"
+    half_life_s = 86400
+    weight_age = 100
+
+    [fairshare.projects]
+    physics = 3
+    biology = 1
+
+    [fairshare.users]
+    alice = 2
+
+A file ending in ``.toml`` is read as TOML, any other as JSON.
+"""
+
+from __future__ import annotations
+
+import tomllib
+from pathlib import Path
+
+import orjson
+from pydantic import ValidationError
+from xce_schemas import FairShareConfig
+from xce_schemas.base import WireModel
+from xce_schemas.errors import describe
+
+
+class PolicyConfigError(ValueError):
+    """A policy-configuration file that cannot be used; the message names the file
+    and, for a value the schema refuses, the field."""
+
+
+class PolicyConfig(WireModel):
+    """The document of a ``--policy-config`` file.
+
+    Attributes:
+        fairshare: the ``fairshare`` picker's configuration.
+    """
+
+    fairshare: FairShareConfig | None = None
+
+
+def read_policy_config(path: str | Path) -> PolicyConfig:
+    """Read and validate a policy-configuration file.
+
+    Raises:
+        PolicyConfigError: not UTF-8, not JSON (or TOML), not an object, or a value
+            the schema refuses (``FILE: fairshare.users.alice: ...``).
+        OSError: the file cannot be read (``filename`` is its path).
+    """
+    where = str(path)
+    data = Path(path).read_bytes()
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise PolicyConfigError(
+            f"{where}: not UTF-8 text (byte 0x{data[exc.start]:02x} at offset {exc.start})"
+        ) from None
+    if where.endswith(".toml"):
+        try:
+            document: object = tomllib.loads(text)
+        except tomllib.TOMLDecodeError as exc:
+            raise PolicyConfigError(f"{where}: not TOML: {exc}") from None
+    else:
+        try:
+            document = orjson.loads(text)
+        except orjson.JSONDecodeError as exc:
+            raise PolicyConfigError(f"{where}: not JSON: {exc}") from None
+    if not isinstance(document, dict):
+        raise PolicyConfigError(f"{where}: not an object (a JSON object or TOML tables)")
+    try:
+        return PolicyConfig.model_validate(document)
+    except ValidationError as exc:
+        raise PolicyConfigError(f"{where}: {describe(exc)}") from None
