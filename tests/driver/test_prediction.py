@@ -71,7 +71,7 @@ def test_the_first_predicted_start_and_the_error_figures(
     assert report.predicted_jobs == 1
     assert (report.prediction_mae_s, report.prediction_mean_error_s) == (mae_s, mean_error_s)
     json = report.to_json()
-    assert list(json)[-4:-1] == ["predicted_jobs", "prediction_mae_s", "prediction_mean_error_s"]
+    assert list(json)[-5:-2] == ["predicted_jobs", "prediction_mae_s", "prediction_mean_error_s"]
     assert json["backfill"] == "easy"
     assert json["prediction_mae_s"] == mae_s
 

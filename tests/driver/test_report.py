@@ -148,3 +148,22 @@ def test_the_report_says_which_backfill_policy_ran() -> None:
     workload = MappedWorkload(jobs, {}, 2, 1, 0, {"normal": 30})
     report = run_simulation(workload, source="t", backfill=BackfillPolicy.EASY).report
     assert report.backfill == "easy" and report.to_json()["backfill"] == "easy"
+
+
+def test_the_report_gives_each_users_jobs_wait_and_usage() -> None:
+    # One one-slot host, FCFS: a's job 1 runs 0..100, b's job 2 waits to 100 and
+    # runs to 150, a's job 3 waits to 150 and runs to 160; c's job asks for two
+    # slots and never starts.
+    jobs = [
+        SimJob(1, 0, 100, 1, "normal", "a"),
+        SimJob(2, 0, 50, 1, "normal", "b"),
+        SimJob(3, 0, 10, 1, "normal", "a"),
+        SimJob(4, 0, 10, 2, "normal", "c"),
+    ]
+    workload = MappedWorkload(tuple(jobs), {}, 1, 1, 0, {"normal": 30})
+    users = run_simulation(workload, source="hand-made").report.users
+    assert users == {
+        "a": {"jobs": 2, "jobs_started": 2, "mean_wait_s": 75.0, "usage_slot_s": 110},
+        "b": {"jobs": 1, "jobs_started": 1, "mean_wait_s": 100.0, "usage_slot_s": 50},
+        "c": {"jobs": 1, "jobs_started": 0, "mean_wait_s": None, "usage_slot_s": 0},
+    }

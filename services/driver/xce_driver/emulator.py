@@ -62,6 +62,7 @@ import itertools
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from enum import IntEnum
+from typing import Protocol
 
 from xce_core.alloc.outcome import Reservation
 from xce_core.core import SchedCore
@@ -173,6 +174,7 @@ class JobRecord:
     killed_by_runlimit: bool = False
     run_limit_s: int | None = None
     first_predicted_start_s: int | None = None
+    user: str = ""
 
     @property
     def left_suspended(self) -> bool:
@@ -185,6 +187,32 @@ class JobRecord:
         if self.start_s is None or self.end_s is None:
             return None
         return self.end_s - self.start_s - self.suspended_s
+
+
+class Submitted(Protocol):
+    """A job as submitted, whatever carried it (a ``JobSpec``, the core's job, a
+    snapshot's): what its record starts from."""
+
+    @property
+    def jobid(self) -> int: ...
+    @property
+    def submit_ts(self) -> int: ...
+    @property
+    def tasks(self) -> int: ...
+    @property
+    def queue(self) -> str: ...
+    @property
+    def user(self) -> str: ...
+    @property
+    def run_limit_s(self) -> int | None: ...
+
+
+def record_of(job: Submitted, submit_s: int, run_s: int) -> JobRecord:
+    """A new record of ``job``, submitted ``submit_s`` after the origin, running
+    ``run_s`` (0: not known)."""
+    return JobRecord(
+        job.jobid, submit_s, run_s, job.tasks, run_limit_s=job.run_limit_s, user=job.user
+    )
 
 
 @dataclass(frozen=True, slots=True)
@@ -366,7 +394,12 @@ class Workload:
         self._queues: dict[str, QueueSpec] = {queue.name: queue for queue in config.queues}
         self.records = {
             job.jobid: JobRecord(
-                job.jobid, job.submit_s, job.run_s, job.tasks, run_limit_s=job.run_limit_s
+                job.jobid,
+                job.submit_s,
+                job.run_s,
+                job.tasks,
+                run_limit_s=job.run_limit_s,
+                user=job.user,
             )
             for job in jobs
         }
@@ -524,7 +557,7 @@ class ClusterEmulator(Workload):
         self._queues = {name: queue.spec() for name, queue in core.state.queues.items()}
         history = history or {}
         for job in sorted(core.state.jobs.values(), key=lambda job: job.jobid):
-            record = self._record(job.jobid, job.submit_ts, job.tasks, job.queue, job.run_limit_s)
+            record = self._record(job)
             known = history.get(job.jobid)
             if known is not None:
                 # The core's job is what it is now (a JOB_UPDATE may have changed
@@ -706,17 +739,13 @@ class ClusterEmulator(Workload):
             plan = RunPlan(job.run_s * NS)
         return plan
 
-    def _record(
-        self, jobid: int, submit_ts: int, tasks: int, queue: str, run_limit_s: int | None
-    ) -> JobRecord:
+    def _record(self, job: Submitted) -> JobRecord:
         """A new record for a job the core got from elsewhere than ``jobs`` (an input,
         or the adopted core); its ``run_s`` is its run plan's (0: not known)."""
-        plan = self._plan(jobid)
+        plan = self._plan(job.jobid)
         run_s = 0 if plan is None else plan.run_ns // NS
-        record = self.records[jobid] = JobRecord(
-            jobid, self._s(submit_ts), run_s, tasks, run_limit_s=run_limit_s
-        )
-        self._queue_of[jobid] = queue
+        record = self.records[job.jobid] = record_of(job, self._s(job.submit_ts), run_s)
+        self._queue_of[job.jobid] = job.queue
         return record
 
     def _run_for(self, now: int, jobid: int, run: JobRun) -> None:
@@ -756,7 +785,7 @@ class ClusterEmulator(Workload):
             return False
         if isinstance(event, JobsPush):
             for spec in event.payload.jobs:
-                self._record(spec.jobid, spec.submit_ts, spec.tasks, spec.queue, spec.run_limit_s)
+                self._record(spec)
             self._pending += len(event.payload.jobs)
         elif isinstance(event, JobUpdate) and event.payload.run_limit_s is not None:
             self.records[event.payload.jobid].run_limit_s = event.payload.run_limit_s

@@ -63,6 +63,10 @@ class Report:
     Times are seconds. The wait figures are None when no job started, the mean
     bounded slowdown is None when no job finished, the prediction errors are None
     when no job that started had a predicted start (nothing to average).
+
+    ``users`` gives, by user (name order), ``jobs`` (records), ``jobs_started``,
+    ``mean_wait_s`` (None when none started) and ``usage_slot_s``: the slots × s its
+    ended jobs ran (suspended time left out), what a fair share charges undecayed.
     """
 
     workload: str
@@ -97,6 +101,7 @@ class Report:
     prediction_mae_s: float | None = None
     prediction_mean_error_s: float | None = None
     backfill: str = "greedy"
+    users: dict[str, dict[str, float | int | None]] = field(default_factory=dict)
 
     def to_json(self) -> dict[str, object]:
         """The report as a JSON-ready dict (field order as declared)."""
@@ -196,7 +201,27 @@ def summarize(
         prediction_mae_s=round(statistics.fmean(map(abs, errors)), 3) if errors else None,
         prediction_mean_error_s=round(statistics.fmean(errors), 3) if errors else None,
         backfill=backfill,
+        users=_by_user(records),
     )
+
+
+def _by_user(records: list[JobRecord]) -> dict[str, dict[str, float | int | None]]:
+    """``Report.users``: each user's jobs, starts, mean wait and usage."""
+    jobs: dict[str, list[JobRecord]] = {}
+    for record in records:
+        jobs.setdefault(record.user, []).append(record)
+    out: dict[str, dict[str, float | int | None]] = {}
+    for user in sorted(jobs):
+        mine = jobs[user]
+        waits = [r.start_s - r.submit_s for r in mine if r.start_s is not None]
+        usage = sum(r.ran_s * r.tasks for r in mine if r.ran_s is not None)
+        out[user] = {
+            "jobs": len(mine),
+            "jobs_started": len(waits),
+            "mean_wait_s": round(statistics.fmean(waits), 3) if waits else None,
+            "usage_slot_s": usage,
+        }
+    return out
 
 
 #: Columns of the per-job CSV (``--jobs-out``).

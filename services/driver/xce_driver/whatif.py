@@ -96,6 +96,8 @@ from xce_driver.emulator import (
     EmulatorStats,
     JobRecord,
     RunPlan,
+    Submitted,
+    record_of,
 )
 from xce_driver.recording import IncompleteRecording, Line, RecordingError, read_lines
 from xce_driver.replay import (
@@ -229,7 +231,7 @@ class _BaseRun:
         self._ended: dict[int, JobState] = {}
         self.end_ts: int | None = None  # the END line's ts
         for job in first.jobs:
-            record = self._record(job.jobid, job.submit_ts, job.tasks, job.queue, job.run_limit_s)
+            record = self._record(job)
             if job.state is JobState.PEND:
                 continue
             record.start_s = self._s(job.start_ts)
@@ -268,15 +270,11 @@ class _BaseRun:
     def _s(self, ts: int) -> int:
         return (ts - self.origin_ts) // NS
 
-    def _record(
-        self, jobid: int, submit_ts: int, tasks: int, queue: str, run_limit_s: int | None
-    ) -> JobRecord:
-        record = self._all[jobid] = JobRecord(
-            jobid, self._s(submit_ts), 0, tasks, run_limit_s=run_limit_s
-        )
-        self._queue_of[jobid] = queue
+    def _record(self, job: Submitted) -> JobRecord:
+        record = self._all[job.jobid] = record_of(job, self._s(job.submit_ts), 0)
+        self._queue_of[job.jobid] = job.queue
         if self._scope is not None:
-            self._scope.add(jobid)
+            self._scope.add(job.jobid)
         return record
 
     def take(self, event: CoreEvent | None, decision: Decision | None) -> None:
@@ -294,7 +292,7 @@ class _BaseRun:
         self.stats.events += counting
         if isinstance(event, JobsPush):
             for spec in event.payload.jobs:
-                self._record(spec.jobid, spec.submit_ts, spec.tasks, spec.queue, spec.run_limit_s)
+                self._record(spec)
         elif isinstance(event, JobStateChange):
             self._state_change(event.ts, event.payload.jobid, event.payload.state)
         elif isinstance(event, ConfigPush):
