@@ -325,3 +325,26 @@ def test_a_job_that_started_gets_no_predicted_start_from_its_resume() -> None:
     assert first.first_predicted_start_s is None
     assert (result.records[2].start_s, result.records[3].start_s) == (30, 150)
     assert result.records[3].first_predicted_start_s is not None
+
+
+def test_explain_shows_the_fair_share_factors_of_a_pending_job(tmp_path: Path) -> None:
+    # One host: a's J1 runs 0..100 s; at 50 s a's J2 and b's J3 wait. a has used
+    # 50 slot-s (less 0.003 %: the default half-life is 7 days), b nothing:
+    # a's fair-share factor is 2^(−1/(1/2)) = 0.25 (all the usage, half the shares).
+    jobs = (
+        SimJob(1, 0, 100, 1, "normal", "a", run_limit_s=100),
+        SimJob(2, 10, 10, 1, "normal", "a", run_limit_s=10),
+        SimJob(3, 20, 10, 1, "normal", "b", run_limit_s=10),
+    )
+    path = tmp_path / "fair.jsonl"
+    recording = RecordingWriter(path)
+    workload = MappedWorkload(jobs, {}, 1, 1, 0, {"normal": 30})
+    run_simulation(workload, source="hand-made", policy="fairshare", recording=recording)
+    recording.close()
+    text = explain_job(path, 2, at_offset_s=50)
+    assert text.endswith(
+        "; priority factors (fairshare): user usage (slot-s) 49.9986, project usage (slot-s) "
+        "49.9986, "
+        "user shares 1, project shares 1, normalised share 0.5, normalised usage 1, "
+        "fairshare factor 0.25, priority 250"
+    ), text

@@ -35,7 +35,7 @@ from pydantic import ValidationError
 from xce_core.core import SchedCore
 from xce_core.errors import EventError
 from xce_core.pending import render
-from xce_core.plugins import PluginRegistry
+from xce_core.plugins import JobInfo, PluginRegistry
 from xce_core.prediction import NoEstimateCode
 from xce_core.snapshot import SnapshotError, load_snapshot, save_snapshot
 from xce_schemas import (
@@ -699,7 +699,30 @@ def explain_job(
     if reason is None:
         return f"job {jobid} at {when}: pending, not yet considered by a scheduling round"
     estimate = start_estimate(core, jobid)
-    return f"job {jobid} at {when}: pending: {render(reason)}" + (estimate and f"; {estimate}")
+    factors = priority_factors(core, job, now)
+    return (
+        f"job {jobid} at {when}: pending: {render(reason)}"
+        + (estimate and f"; {estimate}")
+        + (factors and f"; {factors}")
+    )
+
+
+def priority_factors(core: SchedCore, job: JobInfo, now: int) -> str:
+    """The figures a pending job's place in its picker's order rests on at ``now``
+    (ns), in words (as Slurm's ``sprio`` and LSF's ``bhpart`` show them): what the
+    global picker's ``factors(job, now)`` gives (the ``fairshare`` picker's usage,
+    shares and priorities); "" for a picker that gives none."""
+    factors = getattr(core.picker, "factors", None)
+    if factors is None:
+        return ""
+    figures = factors(job, now)
+    if not figures:
+        return ""
+    shown = ", ".join(
+        f"{name.replace('_slot_s', ' (slot-s)').replace('_', ' ')} {value:,.6g}"
+        for name, value in figures.items()
+    )
+    return f"priority factors ({core.picker.name}): {shown}"
 
 
 def start_estimate(core: SchedCore, jobid: int) -> str:

@@ -204,12 +204,13 @@ class FairShare(SortedPicker):
             priority += fairshare.weight_size * (min(job.tasks / slots, 1.0) if slots else 0.0)
         return (-priority, job.queue_ts)
 
-    def factors(self, job: JobInfo) -> dict[str, float]:
-        """The figures the job's place rests on now (as ``sprio`` and ``bhpart`` show
-        them): its user's and project's decayed usage (slot-s) and shares, and under
-        ``slurm`` its normalised share and usage, fair-share factor and priority,
-        under ``lsf`` the project's and user's dynamic priorities."""
-        now = self._view.now()
+    def factors(self, job: JobInfo, now: int | None = None) -> dict[str, float]:
+        """The figures the job's place rests on at ``now`` (ns; None: the clock's),
+        as ``sprio`` and ``bhpart`` show them: its user's and project's decayed
+        usage (slot-s) and shares, and under ``slurm`` its normalised share and
+        usage, fair-share factor and priority, under ``lsf`` the project's and
+        user's dynamic priorities."""
+        now = self._view.now() if now is None else now
         project = job.project or NO_PROJECT
         fairshare = self._fairshare
         out = {
