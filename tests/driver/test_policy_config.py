@@ -9,7 +9,7 @@ from pathlib import Path
 import orjson
 import pytest
 from xce_driver.cli import main
-from xce_driver.policy_config import read_policy_config
+from xce_driver.config_files import read_policy_config
 from xce_schemas import FairShareFormula
 
 TOML = """

@@ -58,10 +58,10 @@ from xce_core.plugins import PluginRegistry
 from xce_schemas import BackfillPolicy, QueueSpec
 from xce_schemas.errors import describe
 
+from xce_driver.config_files import PolicyConfigError, read_policy_config
 from xce_driver.event_file import write_event_file
 from xce_driver.live.emulate import MAX_SPEED, RESET_STEPS, LiveEmulator, SubmissionRefused
 from xce_driver.plugins import load_registry
-from xce_driver.policy_config import PolicyConfigError, read_policy_config
 from xce_driver.recording import RecordingWriter
 from xce_driver.replay import (
     ReplayError,

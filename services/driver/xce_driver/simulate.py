@@ -34,6 +34,7 @@ from xce_schemas import (
 from xce_schemas.errors import describe
 
 from xce_driver.batch_gc import batch_gc
+from xce_driver.config_files import read_text
 from xce_driver.emulator import ClusterEmulator, JobRecord, Workload
 from xce_driver.plugins import load_registry
 from xce_driver.recording import Recorder, RecordingWriter
@@ -77,13 +78,7 @@ def read_queue_file(path: str | Path) -> tuple[QueueSpec, ...]:
         OSError: the file cannot be read (``filename`` is its path).
     """
     where = str(path)
-    data = Path(path).read_bytes()
-    try:
-        text = data.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        raise QueueFileError(
-            f"{where}: not UTF-8 text (byte 0x{data[exc.start]:02x} at offset {exc.start})"
-        ) from None
+    text = read_text(path, QueueFileError)
     try:
         document = orjson.loads(text)
     except orjson.JSONDecodeError as exc:

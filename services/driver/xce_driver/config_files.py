@@ -1,10 +1,10 @@
-"""``--policy-config FILE``: the job-priority configuration of a simulation, a JSON or
-TOML file (issue 17).
+"""Configuration files a simulation reads, and the text they are made of.
 
-Today it holds the fair-share configuration of the ``fairshare`` picker under the
-key ``fairshare`` (``xce_schemas.FairShareConfig``: formula, decay, shares by
-project and user, LSF factors, Slurm weights), validated by the same schema as the
-core's ``CONFIG_PUSH``. Example (TOML)::
+``--policy-config FILE``: the job-priority configuration of a simulation, a JSON or
+TOML file (issue 17). Today it holds the fair-share configuration of the
+``fairshare`` picker under the key ``fairshare`` (``xce_schemas.FairShareConfig``:
+formula, decay, shares by project and user, LSF factors, Slurm weights), validated
+by the same schema as the core's ``CONFIG_PUSH``. Example (TOML)::
 
     [fairshare]
     formula = "slurm"          # or "lsf"
@@ -18,7 +18,8 @@ core's ``CONFIG_PUSH``. Example (TOML)::
     [fairshare.users]
     alice = 2
 
-A file ending in ``.toml`` is read as TOML, any other as JSON.
+A file ending in ``.toml`` is read as TOML, any other as JSON. ``read_text`` reads
+every configuration file (the ``--queues`` file too).
 """
 
 from __future__ import annotations
@@ -48,6 +49,22 @@ class PolicyConfig(WireModel):
     fairshare: FairShareConfig | None = None
 
 
+def read_text(path: str | Path, error: type[ValueError]) -> str:
+    """A configuration file's text, which must be UTF-8.
+
+    Raises:
+        error: not UTF-8 (``FILE: not UTF-8 text (byte 0xff at offset 0)``).
+        OSError: the file cannot be read (``filename`` is its path).
+    """
+    data = Path(path).read_bytes()
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise error(
+            f"{path}: not UTF-8 text (byte 0x{data[exc.start]:02x} at offset {exc.start})"
+        ) from None
+
+
 def read_policy_config(path: str | Path) -> PolicyConfig:
     """Read and validate a policy-configuration file.
 
@@ -57,13 +74,7 @@ def read_policy_config(path: str | Path) -> PolicyConfig:
         OSError: the file cannot be read (``filename`` is its path).
     """
     where = str(path)
-    data = Path(path).read_bytes()
-    try:
-        text = data.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        raise PolicyConfigError(
-            f"{where}: not UTF-8 text (byte 0x{data[exc.start]:02x} at offset {exc.start})"
-        ) from None
+    text = read_text(path, PolicyConfigError)
     if where.endswith(".toml"):
         try:
             document: object = tomllib.loads(text)
