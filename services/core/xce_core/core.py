@@ -112,6 +112,11 @@ _PARK_NEUTRAL = frozenset(
 EVENT_CLASSES: tuple[type, ...] = get_args(get_args(CoreEvent)[0])
 
 
+def _pickers_named(config: SchedulerConfig) -> tuple[str, tuple[tuple[str, str | None], ...]]:
+    """The global picker a configuration names and each queue's own (None: none)."""
+    return (config.job_pick_plugin, tuple((q.name, q.job_pick_plugin) for q in config.queues))
+
+
 def _check_routed(picker: JobPicker, queue: str, own: str) -> None:
     """Refuse a queue naming a picker of its own (``own``) under a global picker that
     serves every queue itself (``PickerBase.routes_queues`` False): the name would
@@ -405,10 +410,16 @@ class SchedCore:
         for index, spec in enumerate(config.queues):
             self._check_queue(event.type, f"payload.config.queues[{index}]", spec, names)
         old_queues, old_config = self.state.queues, self.state.config
+        # A picker with history of its own (a fair share's usage) keeps it over a
+        # push that names the same pickers: the new one gets the old one's state.
+        pickers = _pickers_named(old_config)
+        history = self.picker.save_state() if pickers == _pickers_named(config) else None
         self.state.queues = {spec.name: Queue.from_spec(spec) for spec in config.queues}
         self.state.config = config
         try:
             self.rebuild_picker()
+            if history is not None:
+                self.picker.load_state(history)
         except ConfigError:
             self.state.queues, self.state.config = old_queues, old_config
             raise
@@ -418,9 +429,8 @@ class SchedCore:
         """Replace the picker by a new one of the configured name, fed the current state.
 
         A configuration push (and a snapshot load) does this, so the picker's order
-        depends only on the core's state and, for a picker with history of its own
-        (a fair share's usage), on what it saves: a new picker of the same name as
-        the old one is given the old one's saved state (``save_state``).
+        depends only on the core's state and on the picker's saved state
+        (``save_state``: a fair share's usage), which a push hands on.
 
         Raises:
             ConfigError: the configuration names an unknown picker; nothing changed.
@@ -432,8 +442,6 @@ class SchedCore:
                 if queue.job_pick_plugin is not None:
                     _check_routed(picker, queue.name, queue.job_pick_plugin)
             self._feed_picker(picker, config)
-            if picker.name == self.picker.name:
-                picker.load_state(self.picker.save_state())
         except ConfigError:
             picker.fini()
             raise
