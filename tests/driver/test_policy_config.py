@@ -72,7 +72,8 @@ def test_simulate_runs_the_fair_share_it_is_given(tmp_path: Path) -> None:
         (
             lambda p: p.write_text('{"fairshare": {}}'),
             "builtin_fcfs",
-            "it would change nothing: only --policy fairshare reads it",
+            "it would change nothing: only the fairshare picker (--policy, or a --queues "
+            "definition's job_pick_plugin) reads it",
         ),
         (lambda p: p.write_text("{}"), "fairshare", "it would change nothing"),
         (lambda p: None, "fairshare", "p.json: No such file or directory"),
@@ -106,3 +107,33 @@ def test_a_bad_policy_config_is_one_line_and_exit_2(
     assert out == "" and len(lines) == 1 and message in lines[0], lines
     assert lines[0].startswith(f"xce-sched: error: --policy-config {path}")
     assert not report.exists()
+
+
+def test_a_queues_own_fair_share_reads_the_policy_config(tmp_path: Path) -> None:
+    config = tmp_path / "p.toml"
+    config.write_text(TOML)
+    queues = tmp_path / "q.json"
+    queues.write_text('[{"name": "normal", "priority": 30, "job_pick_plugin": "fairshare"}]')
+    argv = ["simulate", "--jobs", "200", "--policy", "sjf", "--quiet", "--queues", str(queues)]
+    assert main([*argv, "--policy-config", str(config)]) == 0
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (
+            ["--policy", "nosuch", "--policy-config", "p.toml"],
+            "unknown picker 'nosuch'; known: ",
+        ),
+        (["--policy", "fairshare", "--policy-config", ""], "--policy-config needs a file name"),
+    ],
+    ids=["an unknown picker is said first", "an empty file name"],
+)
+def test_policy_config_mistakes_said_plainly(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], argv: list[str], message: str
+) -> None:
+    (tmp_path / "p.toml").write_text(TOML)
+    argv = [a if a != "p.toml" else str(tmp_path / a) for a in argv]
+    assert main(["simulate", "--jobs", "10", "--quiet", *argv]) == 2
+    lines = capsys.readouterr().err.splitlines()
+    assert len(lines) == 1 and message in lines[0], lines

@@ -230,9 +230,10 @@ def _backfill_policy(text: str) -> BackfillPolicy:
         ) from None
 
 
-def _policy_options(args: argparse.Namespace) -> dict[str, Any]:
+def _policy_options(args: argparse.Namespace, queues: Sequence[QueueSpec] = ()) -> dict[str, Any]:
     """``--backfill`` and ``--reservation-depth``, checked together, and the fair-share
-    configuration of ``--policy-config``.
+    configuration of ``--policy-config`` (``queues``: the ``--queues`` definitions,
+    one of which may name the picker that reads it).
 
     Raises:
         UserError: a depth without ``hybrid``, or ``hybrid`` without a depth; a
@@ -245,6 +246,8 @@ def _policy_options(args: argparse.Namespace) -> dict[str, Any]:
         raise UserError("--backfill hybrid needs --reservation-depth N (1 or more)")
     fairshare = None
     if args.policy_config is not None:
+        if not args.policy_config:
+            raise UserError("--policy-config needs a file name")
         try:
             fairshare = read_policy_config(args.policy_config).fairshare
         except PolicyConfigError as exc:
@@ -253,10 +256,12 @@ def _policy_options(args: argparse.Namespace) -> dict[str, Any]:
             raise UserError(
                 f"--policy-config {args.policy_config}: {exc.strerror or exc}"
             ) from None
-        if fairshare is None or args.policy != FairShare.name:
+        readers = [args.policy, *(queue.job_pick_plugin for queue in queues)]
+        if fairshare is None or FairShare.name not in readers:
             raise UserError(
                 f"--policy-config {args.policy_config}: it would change nothing: only "
-                f"--policy {FairShare.name} reads it, from its 'fairshare' table"
+                f"the {FairShare.name} picker (--policy, or a --queues definition's "
+                "job_pick_plugin) reads it, from its 'fairshare' table"
             )
     return {
         "backfill": args.backfill,
@@ -292,7 +297,7 @@ def _add_workload_options(sub: argparse.ArgumentParser) -> None:
         default="builtin_fcfs",
         metavar="NAME",
         help="job order (picker): builtin_fcfs (default), sjf, largest_first, smallest_first, "
-        "f1, wfp3, unicep, or a plugin's",
+        "f1, wfp3, unicep, fairshare, or a plugin's",
     )
     sub.add_argument(
         "--backfill",
@@ -312,7 +317,7 @@ def _add_workload_options(sub: argparse.ArgumentParser) -> None:
         "--policy-config",
         metavar="FILE",
         help="job-priority configuration, JSON or TOML (.toml): the 'fairshare' table of "
-        "--policy fairshare (shares by project and user, decay, weights; see README)",
+        "the fairshare picker (shares by project and user, decay, weights; see README)",
     )
     sub.add_argument(
         "--seed",
@@ -885,10 +890,10 @@ def simulate(args: argparse.Namespace) -> int:
         [("--workload", args.workload), ("--queues", args.queues)],
     )
     _refuse_ignored(args)
-    options = _policy_options(args)  # before --record truncates an existing file
     registry = load_registry()
     registry.pickers.get(args.policy)
     queues = _load_queues(args.queues)
+    options = _policy_options(args, queues)  # before --record truncates an existing file
     workload, source = _load_workload(args)
     _check_queue_file(args.queues, queues, workload, registry)
     try:
@@ -929,7 +934,8 @@ def emulate_command(args: argparse.Namespace) -> int:
     queues = _load_queues(args.queues)
     workload, source = _load_workload(args)
     _check_queue_file(args.queues, queues, workload, registry)
-    config = checked_config(workload, args.policy, queues, registry, **_policy_options(args))
+    options = _policy_options(args, queues)
+    config = checked_config(workload, args.policy, queues, registry, **options)
     hosts = host_specs(workload.hosts, workload.slots_per_host, workload.host_mem_mb)
     emulator = LiveEmulator(workload.jobs, hosts, config, nats_url=args.nats, speed=args.speed)
     started = time.perf_counter()
@@ -1203,7 +1209,8 @@ def events_command(args: argparse.Namespace) -> int:
     queues = _load_queues(args.queues)
     workload, source = _load_workload(args)
     _check_queue_file(args.queues, queues, workload, registry)
-    config = checked_config(workload, args.policy, queues, registry, **_policy_options(args))
+    options = _policy_options(args, queues)
+    config = checked_config(workload, args.policy, queues, registry, **options)
     with _writing("--out", args.out):
         summary = write_event_file(workload, config, args.out)
     refused = (

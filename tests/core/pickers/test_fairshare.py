@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 from xce_core.pickers.fairshare import FairShare
 from xce_driver.simulate import run_simulation
 from xce_driver.workloads.mapping import MappedWorkload, SimJob
-from xce_schemas import FairShareConfig, FairShareFormula
+from xce_schemas import FairShareConfig, FairShareFormula, QueueSpec
 
 from tests.builders import ClusterBuilder, Scenario, cluster, job_spec
 
@@ -153,3 +153,20 @@ def test_a_user_alone_gets_the_whole_cluster() -> None:
     result = run_simulation(workload, source="one user", policy="fairshare")
     starts = sorted(r.start_s for r in result.records.values() if r.start_s is not None)
     assert starts == [0] * 4 + [100] * 4 + [200] * 4
+
+
+def test_a_queues_own_fair_share_follows_its_jobs_to_their_end() -> None:
+    """Served as a queue's own picker, fair share still hears when the jobs it
+    dispatched end (its queue's picker is told), so every job's queue being served
+    by ``fairshare`` decides as ``fairshare`` as the global picker does."""
+    runs = [(30 + 17 * i) % 200 + 10 for i in range(60)]
+    workload = two_users(runs[:40], runs[40:], 3)
+    config = FairShareConfig(users={"a": 1, "b": 2})
+    own = QueueSpec(name="normal", priority=30, job_pick_plugin="fairshare")
+    under_sjf = run_simulation(
+        workload, source="w", policy="sjf", queues=(own,), fairshare=config
+    ).records
+    global_ = run_simulation(workload, source="w", policy="fairshare", fairshare=config).records
+    assert [(r.jobid, r.start_s) for r in under_sjf.values()] == [
+        (r.jobid, r.start_s) for r in global_.values()
+    ]

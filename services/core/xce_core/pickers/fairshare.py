@@ -127,9 +127,13 @@ class FairShare(SortedPicker):
     # --- hooks ----------------------------------------------------------------------
 
     def on_job_push(self, job: JobInfo) -> None:
-        """Know the job's user and project, then as ``SortedPicker``."""
+        """Know the job's user and project, stop charging it if it ran (back to
+        pending: a queue's picker hears of that so), then as ``SortedPicker``."""
         self._account((job.project or NO_PROJECT, job.user))
         self._account((job.project or NO_PROJECT,))
+        entry = self._running.pop(job.jobid, None)
+        if entry is not None:
+            self._charge(entry[0], entry[1], -entry[2])
         super().on_job_push(job)
 
     def on_dispatch(self, jobid: int) -> None:

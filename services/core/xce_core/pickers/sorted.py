@@ -140,11 +140,14 @@ class SortedPicker(PickerBase):
         self._cursor: JobKey | None = None  # the last key the lane walk returned
         self._exhausted = False
         self._overrides = 0  # queues served by an override picker
+        self._config: SchedulerConfig | None = None  # the last ``on_config``
 
     # --- state-change hooks --------------------------------------------------------
 
     def on_config(self, config: SchedulerConfig) -> None:
-        """Forward the configuration to the override pickers."""
+        """Forward the configuration to the override pickers (and keep it for those
+        made later)."""
+        self._config = config
         for queue in self._queues.values():
             if queue.override is not None:
                 queue.override.on_config(config)
@@ -170,6 +173,8 @@ class SortedPicker(PickerBase):
         override = None
         if override_name is not None:
             override = self._make_picker(override_name, queue.name)
+            if self._config is not None:
+                override.on_config(self._config)  # (as the core does a new picker)
             override.on_queue_update(queue)
         moved = [] if old is None else [self._jobs[jobid] for jobid in old.jobids]
         for job in moved:
@@ -192,12 +197,16 @@ class SortedPicker(PickerBase):
             self._track(job)
 
     def on_job_state_change(self, job: JobInfo, new_state: JobState) -> None:
-        """Drop a job that left PEND; take back one that returned to PEND."""
+        """Drop a job that left PEND; take back one that returned to PEND; tell the
+        override picker of its queue of a change of one of its jobs that runs (it
+        dispatched it: it may follow it to its end, as a fair share does)."""
         tracked = job.jobid in self._owner
         if new_state is JobState.PEND and not tracked:
             self._track(job)
         elif new_state is not JobState.PEND and tracked:
             self._untrack(job.jobid, new_state)
+        elif not tracked and (override := self._override_for(job.queue)) is not None:
+            override.on_job_state_change(job, new_state)
 
     def on_job_update(self, job: JobInfo) -> None:
         """Re-place a job whose priority or queue changed."""
@@ -212,8 +221,8 @@ class SortedPicker(PickerBase):
             self._track(job)
 
     def on_job_rusage(self, job: JobInfo, rusage: Mapping[str, float]) -> None:
-        """Forward to the override picker that holds the job, if any."""
-        override = self._override_of(job.jobid)
+        """Forward to the override picker of the job's queue, if any."""
+        override = self._override_for(job.queue)
         if override is not None:
             override.on_job_rusage(job, rusage)
 
@@ -502,6 +511,11 @@ class SortedPicker(PickerBase):
     def _override_of(self, jobid: int) -> JobPicker | None:
         owner = self._owner.get(jobid)
         return None if owner is None else self._queues[owner].override
+
+    def _override_for(self, name: str) -> JobPicker | None:
+        """The override picker of queue ``name`` (None: none, or not a queue served)."""
+        queue = self._queues.get(name)
+        return None if queue is None else queue.override
 
     def _track(self, job: JobInfo) -> None:
         queue = self._queues.get(job.queue)
