@@ -37,7 +37,7 @@ from mypy_extensions import mypyc_attr
 from xce_schemas import SchedulerConfig
 
 from xce_core.pickers.sorted import SortedPicker
-from xce_core.plugins import JobInfo, QueueInfo
+from xce_core.plugins import CoreView, JobInfo, PickerConfig, QueueInfo
 
 NS = 1_000_000_000
 
@@ -56,8 +56,8 @@ class _ByRunLimit(SortedPicker):
 
     reads_queue: ClassVar[bool] = True
 
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
+    def __init__(self, config: PickerConfig, view: CoreView) -> None:
+        super().__init__(config, view)
         # queue name → its run limit, s (an order that ages reads it for every job
         # every session); forgotten whenever a queue changes.
         self._limits: dict[str, int | None] = {}
@@ -134,8 +134,8 @@ class F1(_ByRunLimit):
 
     name: ClassVar[str] = "f1"
 
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
+    def __init__(self, config: PickerConfig, view: CoreView) -> None:
+        super().__init__(config, view)
         self._origin: int | None = None  # the first submission seen, ns
 
     def on_job_push(self, job: JobInfo) -> None:
