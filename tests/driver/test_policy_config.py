@@ -67,6 +67,11 @@ def test_simulate_runs_the_fair_share_it_is_given(tmp_path: Path) -> None:
             "p.json: fairshare.half_life: Extra inputs are not permitted",
         ),
         (lambda p: p.write_text("[1, 2]"), "fairshare", "p.json: not an object"),
+        (
+            lambda p: p.write_text('{"fairshare": {"users": {"a": 1, "a": 2}}}'),
+            "fairshare",
+            "p.json: key 'a' is given twice",
+        ),
         (lambda p: p.write_text("{"), "fairshare", "p.json: not JSON"),
         (lambda p: p.write_bytes(b"\xff"), "fairshare", "p.json: not UTF-8 text"),
         (
@@ -83,6 +88,7 @@ def test_simulate_runs_the_fair_share_it_is_given(tmp_path: Path) -> None:
         "an unknown formula",
         "a misspelt field",
         "not an object",
+        "a key given twice",
         "not JSON",
         "not UTF-8",
         "another picker",

@@ -24,8 +24,11 @@ every configuration file (the ``--queues`` file too).
 
 from __future__ import annotations
 
+import json
 import tomllib
+from functools import partial
 from pathlib import Path
+from typing import Any
 
 import orjson
 from pydantic import ValidationError
@@ -65,6 +68,20 @@ def read_text(path: str | Path, error: type[ValueError]) -> str:
         ) from None
 
 
+def _once(where: str, pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    """A JSON object whose keys are each given once.
+
+    Raises:
+        PolicyConfigError: naming the key given twice.
+    """
+    out: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in out:
+            raise PolicyConfigError(f"{where}: key {key!r} is given twice")
+        out[key] = value
+    return out
+
+
 def read_policy_config(path: str | Path) -> PolicyConfig:
     """Read and validate a policy-configuration file.
 
@@ -85,6 +102,8 @@ def read_policy_config(path: str | Path) -> PolicyConfig:
             document = orjson.loads(text)
         except orjson.JSONDecodeError as exc:
             raise PolicyConfigError(f"{where}: not JSON: {exc}") from None
+        # (orjson keeps the last of a key given twice; TOML refuses it: so does this)
+        json.loads(text, object_pairs_hook=partial(_once, where))
     if not isinstance(document, dict):
         raise PolicyConfigError(f"{where}: not an object (a JSON object or TOML tables)")
     try:
