@@ -46,10 +46,6 @@ NS = 1_000_000_000
 _BOUNDED = 0
 _UNBOUNDED = 1
 
-#: Not looked up yet (``_ByRunLimit._limits``).
-_UNSET: Any = object()
-
-
 @mypyc_attr(allow_interpreted_subclasses=True)
 class _ByRunLimit(SortedPicker):
     """An order that reads the run limit in force, which the job's queue may give."""
@@ -76,10 +72,12 @@ class _ByRunLimit(SortedPicker):
     def _req(self, job: JobInfo) -> int | None:
         """The job's run limit in force, s (None: none is known;
         ``runtime.effective_run_limit_s``)."""
-        limit: int | None = self._limits.get(job.queue, _UNSET)
-        if limit is _UNSET:
+        limits = self._limits
+        if job.queue in limits:
+            limit = limits[job.queue]
+        else:
             queue = self._view.queue(job.queue)
-            limit = self._limits[job.queue] = None if queue is None else queue.run_limit_s
+            limit = limits[job.queue] = None if queue is None else queue.run_limit_s
         own = job.run_limit_s
         if own is None:
             return limit
