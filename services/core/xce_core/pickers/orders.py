@@ -46,6 +46,7 @@ NS = 1_000_000_000
 _BOUNDED = 0
 _UNBOUNDED = 1
 
+
 @mypyc_attr(allow_interpreted_subclasses=True)
 class _ByRunLimit(SortedPicker):
     """An order that reads the run limit in force, which the job's queue may give."""
