@@ -47,8 +47,10 @@ class FairShareConfig(WireModel):
             tasks / cluster slots, U the user's decayed usage over everyone's and S
             its normalised share (its project's share × its share in the project);
             ``lsf``: by the project's dynamic priority, then the user's:
-            shares / (run time × ``run_time_factor`` + (1 + slots running) ×
-            ``run_job_factor``), run time in decayed slot-hours.
+            shares / (CPU time × ``cpu_time_factor`` + run time ×
+            ``run_time_factor`` + (1 + slots running) × ``run_job_factor``), run time
+            in decayed slot-hours, CPU time in decayed hours of the ``cpu_time``
+            that ``JOB_RUSAGE`` reports (s, cumulative per job).
         half_life_s: ``slurm``: usage halves every this many s (``PriorityDecayHalfLife``;
             default 7 days).
         hist_hours: ``lsf``: an hour of use counts as 0.1 hour after this many hours
@@ -56,7 +58,8 @@ class FairShareConfig(WireModel):
         projects: shares by project.
         users: shares by user (inside its project).
         default_shares: the shares of a project or user not named.
-        run_time_factor, run_job_factor: ``lsf``'s ``RUN_TIME_FACTOR`` (0.7) and
+        cpu_time_factor, run_time_factor, run_job_factor: ``lsf``'s
+            ``CPU_TIME_FACTOR`` (0.7), ``RUN_TIME_FACTOR`` (0.7) and
             ``RUN_JOB_FACTOR`` (3).
         weight_fairshare, weight_age, weight_size, max_age_s: ``slurm``'s
             ``PriorityWeightFairshare`` (1000), ``PriorityWeightAge`` (0),
@@ -72,6 +75,7 @@ class FairShareConfig(WireModel):
     projects: dict[_Name, Shares] = Field(default_factory=dict)
     users: dict[_Name, Shares] = Field(default_factory=dict)
     default_shares: Shares = 1
+    cpu_time_factor: _Factor = 0.7
     run_time_factor: _Factor = 0.7
     run_job_factor: _Factor = 3.0
     weight_fairshare: _Factor = 1000.0

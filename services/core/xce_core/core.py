@@ -710,6 +710,7 @@ class SchedCore:
         if job.state is JobState.PEND:
             raise _reject(event.type, "payload.jobid", f"job {job.jobid} is not running")
         job.rusage = {entry.resource: entry.value for entry in event.payload.rusage}
+        self.clock.observe(event.ts)  # (the picker hears of it at its time)
         self.picker.on_job_rusage(job, job.rusage)
 
     # --- the session (Req 1 AC 4) ------------------------------------------------------

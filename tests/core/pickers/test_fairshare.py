@@ -170,3 +170,28 @@ def test_a_queues_own_fair_share_follows_its_jobs_to_their_end() -> None:
     assert [(r.jobid, r.start_s) for r in under_sjf.values()] == [
         (r.jobid, r.start_s) for r in global_.values()
     ]
+
+
+def test_lsf_charges_the_cpu_time_job_rusage_reports() -> None:
+    # Two projects of equal shares, each running a one-slot job: p1's for 58 s, p2's
+    # for 98 s, so by run time alone p1 has used less; but p1's job reports 3,600 s
+    # of CPU time, and cpu_time × CPU_TIME_FACTOR (0.7 h) outweighs the 40 s of run
+    # time: p2's waiting job goes first.
+    sc = fair(cluster().hosts_n(2).queue("normal"), formula=FairShareFormula.LSF)
+    sc = (
+        sc.job(1, user="u1", project="p1")
+        .job(2, user="u2", project="p2")
+        .job(3, user="u1", project="p1", submit_s=1)
+        .job(4, user="u2", project="p2", submit_s=2)
+        .build()
+    )
+    assert dispatched(sc, 2) == [1, 2]
+    rusage = {"jobid": 1, "rusage": [{"resource": "cpu_time", "value": 3600.0}]}
+    sc.core.push_event({"type": "JOB_RUSAGE", "ts": 50 * 10**9, "payload": rusage})
+    picker = sc.core.picker
+    assert isinstance(picker, FairShare)
+    waiting = sc.core.state.jobs[3]
+    assert picker.factors(waiting)["user_cpu_time_s"] == pytest.approx(3600, rel=1e-3)
+    sc.finish(1, at_s=60)
+    sc.finish(2, at_s=100)
+    assert dispatched(sc, 100) == [4, 3]  # without the CPU time: [3, 4]

@@ -16,9 +16,10 @@ The order (``xce_schemas.fairshare.FairShareConfig``):
   share: its project's shares over all projects' shares, times its shares over its
   project's users' shares;
 * ``lsf`` (LSF's hierarchical fair share, highest first): by the project's dynamic
-  priority, then the user's inside it: ``shares / (run_time × run_time_factor +
-  (1 + slots running) × run_job_factor)``, ``run_time`` the decayed usage in
-  slot-hours.
+  priority, then the user's inside it: ``shares / (cpu_time × cpu_time_factor +
+  run_time × run_time_factor + (1 + slots running) × run_job_factor)``,
+  ``run_time`` the decayed usage in slot-hours, ``cpu_time`` the decayed CPU hours
+  that ``JOB_RUSAGE`` reported (its ``cpu_time`` entry, s, cumulative per job).
 
 A job without a project is in the project ``""`` (the default one). Projects and
 users known are those the configuration names and those of jobs seen. Queues by
@@ -43,7 +44,8 @@ from xce_core.plugins import CoreView, JobInfo, PickerConfig
 
 NS = 1_000_000_000
 
-#: An account: [decayed usage (slot-s) at ``since``, ``since`` (ns), slots running].
+#: An account: [decayed usage (slot-s) at ``since``, ``since`` (ns), slots running,
+#: decayed CPU time (s) at ``since``, from ``JOB_RUSAGE``'s ``cpu_time``].
 Account = list[Any]
 
 #: The default project (of a job that names none).
@@ -67,9 +69,10 @@ class FairShare(SortedPicker):
         self._decay = 0.0  # λ, per s
         self._set_decay()
         # (project,) or (project, user) → account; () → everyone's
-        self._accounts: dict[tuple[str, ...], Account] = {(): [0.0, 0, 0]}
+        self._accounts: dict[tuple[str, ...], Account] = {(): [0.0, 0, 0, 0.0]}
         self._users: dict[str, dict[str, None]] = {}  # project → its users seen
         self._running: dict[int, tuple[str, str, int]] = {}  # jobid → (project, user, slots)
+        self._cpu_seen: dict[int, float] = {}  # running jobid → its last cpu_time, s
         # Figures at one instant (ns), made as asked: decayed usage by account,
         # normalised shares by (project, user), and the cluster's slots (-1: not yet).
         self._at = -1
@@ -95,7 +98,7 @@ class FairShare(SortedPicker):
     def _account(self, key: tuple[str, ...]) -> Account:
         account = self._accounts.get(key)
         if account is None:
-            account = self._accounts[key] = [0.0, 0, 0]
+            account = self._accounts[key] = [0.0, 0, 0, 0.0]
             self._at = -1  # (the shares known changed)
             if len(key) == 2:
                 self._users.setdefault(key[0], {})[key[1]] = None
@@ -103,9 +106,10 @@ class FairShare(SortedPicker):
 
     def _advance(self, account: Account, now: int) -> None:
         """Bring an account's usage to ``now`` (ns)."""
-        usage, since, slots = account
+        usage, since, slots, cpu = account
         if now > since:
             account[0] = self._decayed(usage, since, slots, now)
+            account[3] = self._decayed(cpu, since, 0, now)
             account[1] = now
 
     def _decayed(self, usage: float, since: int, slots: int, now: int) -> float:
@@ -133,6 +137,7 @@ class FairShare(SortedPicker):
         self._account((job.project or NO_PROJECT,))
         entry = self._running.pop(job.jobid, None)
         if entry is not None:
+            self._cpu_seen.pop(job.jobid, None)
             self._charge(entry[0], entry[1], -entry[2])
         super().on_job_push(job)
 
@@ -155,8 +160,27 @@ class FairShare(SortedPicker):
                 self._charge(*entry)
         elif entry is not None:
             del self._running[job.jobid]
+            self._cpu_seen.pop(job.jobid, None)
             self._charge(entry[0], entry[1], -entry[2])
         super().on_job_state_change(job, new_state)
+
+    def on_job_rusage(self, job: JobInfo, rusage: Mapping[str, float]) -> None:
+        """Charge the CPU time a running job used since its last measure (its
+        ``cpu_time``, s, cumulative) to its user, its project and everyone (LSF's
+        ``cpu_time``); then as ``SortedPicker``."""
+        cpu = rusage.get("cpu_time")
+        entry = self._running.get(job.jobid)
+        if cpu is not None and entry is not None and math.isfinite(cpu):
+            used = cpu - self._cpu_seen.get(job.jobid, 0.0)
+            self._cpu_seen[job.jobid] = max(cpu, self._cpu_seen.get(job.jobid, 0.0))
+            if used > 0:
+                now = self._view.now()
+                for key in ((), (entry[0],), (entry[0], entry[1])):
+                    account = self._account(key)
+                    self._advance(account, now)
+                    account[3] += used
+                self._at = -1
+        super().on_job_rusage(job, rusage)
 
     def begin_session(self) -> None:
         """Forget the figures of the last instant, then as ``SortedPicker`` (which
@@ -168,7 +192,10 @@ class FairShare(SortedPicker):
         """The accounts and the running jobs, with the override pickers' states."""
         state = super().save_state()
         state["accounts"] = [[list(key), *account] for key, account in self._accounts.items()]
-        state["running"] = [[jobid, *entry] for jobid, entry in self._running.items()]
+        state["running"] = [
+            [jobid, *entry, self._cpu_seen.get(jobid, 0.0)]
+            for jobid, entry in self._running.items()
+        ]
         return state
 
     def load_state(self, state: Mapping[str, Any]) -> None:
@@ -176,12 +203,14 @@ class FairShare(SortedPicker):
         super().load_state(state)
         if "accounts" in state:
             self._accounts, self._users = {}, {}
-            for key, usage, since, slots in state["accounts"]:
-                self._account(tuple(key))[:] = [float(usage), int(since), int(slots)]
-            self._running = {
-                int(jobid): (str(project), str(user), int(slots))
-                for jobid, project, user, slots in state.get("running", ())
-            }
+            for key, usage, since, slots, cpu in state["accounts"]:
+                account = [float(usage), int(since), int(slots), float(cpu)]
+                self._account(tuple(key))[:] = account
+            self._running, self._cpu_seen = {}, {}
+            for jobid, project, user, slots, cpu in state.get("running", ()):
+                self._running[int(jobid)] = (str(project), str(user), int(slots))
+                if cpu:
+                    self._cpu_seen[int(jobid)] = float(cpu)
             self._at = -1
             if self._keys:
                 self._resort()
@@ -225,6 +254,7 @@ class FairShare(SortedPicker):
         }
         key = self.order(job, now)
         if fairshare.formula is FairShareFormula.LSF:
+            out["user_cpu_time_s"] = self._cpu((project, job.user), now)
             out["project_dynamic_priority"], out["user_dynamic_priority"] = -key[0], -key[1]
         else:
             total = self._used((), now)
@@ -250,6 +280,11 @@ class FairShare(SortedPicker):
             )
             self._usage[key] = used
         return used
+
+    def _cpu(self, key: tuple[str, ...], now: int) -> float:
+        """An account's decayed CPU time at ``now`` (s; 0 for one never seen)."""
+        account = self._accounts.get(key)
+        return 0.0 if account is None else self._decayed(account[3], account[1], 0, now)
 
     def _factor(self, project: str, user: str, now: int) -> float:
         """Slurm's classic fair-share factor ``2^(−U/S)``."""
@@ -288,6 +323,11 @@ class FairShare(SortedPicker):
         account = self._accounts.get(key)
         running = 0 if account is None else account[2]
         hours = self._used(key, now) / 3600
-        denominator = hours * fairshare.run_time_factor + (1 + running) * fairshare.run_job_factor
+        cpu_hours = self._cpu(key, now) / 3600
+        denominator = (
+            cpu_hours * fairshare.cpu_time_factor
+            + hours * fairshare.run_time_factor
+            + (1 + running) * fairshare.run_job_factor
+        )
         own = shares.get(key[-1], fairshare.default_shares)
         return own / denominator if denominator > 0 else float(own)
