@@ -1457,3 +1457,22 @@ def test_readme_option_table_lists_every_simulate_option() -> None:
     assert options - in_table == set()
     assert "`--swf-queues=-1=" in section
     assert "`../shared/DESIGN.md`\n(team docs, beside the repo)" in readme
+
+
+def test_an_output_that_cannot_be_written_leaves_every_earlier_output_as_it_was(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``--report`` is written before ``--jobs-out``; when the second cannot be
+    written (here /dev/full: no space left), neither file changes: a failed run
+    loses no earlier result, and leaves no partial file behind."""
+    report = tmp_path / "r.json"
+    report.write_text("earlier report")
+    argv = ["simulate", "--jobs", "50", "--quiet", "--report", str(report)]
+    assert main([*argv, "--jobs-out", "/dev/full"]) == 2
+    assert "--jobs-out /dev/full: No space left on device" in capsys.readouterr().err
+    assert report.read_text() == "earlier report"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["r.json"]
+    # Written whole, with the permissions a new file gets.
+    assert main([*argv, "--jobs-out", str(tmp_path / "j.csv")]) == 0
+    assert report.read_text().startswith("{") and (tmp_path / "j.csv").stat().st_mode & 0o644
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["j.csv", "r.json"]

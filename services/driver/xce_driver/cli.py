@@ -40,9 +40,11 @@ import os
 import re
 import stat
 import sys
+import tempfile
 import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager, suppress
+from functools import partial
 from pathlib import Path
 from typing import Any, NoReturn
 
@@ -611,6 +613,58 @@ def _writing(option: str, path: str) -> Iterator[None]:
         raise UserError(f"{option} {path}: {exc.strerror or exc}") from None
 
 
+#: An output to write: its option, its path, and what writes it to a given path.
+Output = tuple[str, str, Callable[[str], object]]
+
+
+def _write_outputs(outputs: Sequence[Output]) -> None:
+    """Write every output whole, or leave every file as it was: each goes to a
+    temporary file beside its path, and all of them replace their paths only once
+    every one is written (a full disk or a bad path loses no earlier result). An
+    output that is not a regular file (``/dev/stdout``, a pipe), or one in a folder
+    where no file can be made beside it, is written in place.
+
+    Raises:
+        UserError: an output could not be written, naming its option and path.
+    """
+    umask = os.umask(0)
+    os.umask(umask)
+    done: list[tuple[str, str, str]] = []  # (option, temporary path, path)
+    try:
+        for option, path, write in outputs:
+            with _writing(option, path):
+                temporary = _beside(Path(path))
+                if temporary is None:
+                    write(path)
+                    continue
+                done.append((option, temporary, path))
+                write(temporary)
+                os.chmod(temporary, 0o666 & ~umask)
+        for option, temporary, path in done:
+            with _writing(option, path):
+                os.replace(temporary, path)
+    finally:
+        for _, temporary, _ in done:
+            with suppress(OSError):
+                os.unlink(temporary)
+
+
+def _beside(target: Path) -> str | None:
+    """A new empty file in ``target``'s folder to write it to first; None for a
+    target that is not a regular file (a device, a pipe), or when no file can be
+    made there (writing the path itself then says why)."""
+    if target.exists() and not target.is_file():
+        return None
+    try:
+        fd, temporary = tempfile.mkstemp(
+            dir=target.parent, prefix=f".{target.name}.", suffix=".part"
+        )
+    except OSError:
+        return None
+    os.close(fd)
+    return temporary
+
+
 def _load_workload(args: argparse.Namespace) -> tuple[MappedWorkload, str]:
     """The workload to simulate and where it came from, from the options.
 
@@ -903,14 +957,14 @@ def simulate(args: argparse.Namespace) -> int:
             raise UserError(f"--record {args.record}: {exc.strerror or exc}") from None
         raise
     report = result.report
+    outputs: list[Output] = []
     if args.report:
-        with _writing("--report", args.report):
-            Path(args.report).write_bytes(
-                orjson.dumps(report.to_json(), option=orjson.OPT_INDENT_2)
-            )
+        document = orjson.dumps(report.to_json(), option=orjson.OPT_INDENT_2)
+        outputs.append(("--report", args.report, lambda path: Path(path).write_bytes(document)))
     if args.jobs_out:
-        with _writing("--jobs-out", args.jobs_out):
-            write_jobs_csv(result.records.values(), args.jobs_out)
+        records = result.records.values()
+        outputs.append(("--jobs-out", args.jobs_out, partial(write_jobs_csv, records)))
+    _write_outputs(outputs)
     if not args.quiet:
         _print_summary(_stdout(), report)
     return 0
@@ -1016,8 +1070,8 @@ def replay_command(args: argparse.Namespace) -> int:
             ),
         )
     if args.report:  # the file first: printing may stop at a closed pipe (| head)
-        with _writing("--report", args.report):
-            Path(args.report).write_bytes(orjson.dumps(as_dict(result), option=orjson.OPT_INDENT_2))
+        document = orjson.dumps(as_dict(result), option=orjson.OPT_INDENT_2)
+        _write_outputs([("--report", args.report, lambda path: Path(path).write_bytes(document))])
     console = _stdout()
     stats = result.stats
     if result.paused_at is not None:
@@ -1096,14 +1150,14 @@ def what_if_command(args: argparse.Namespace) -> int:
             args.file, args.sim_alt_events, options, registry=load_registry(), progress=progress
         )
     # The files first: printing may stop at a closed pipe (| head).
+    outputs: list[Output] = []
     if args.report:
-        with _writing("--report", args.report):
-            Path(args.report).write_bytes(
-                orjson.dumps(_what_if_json(result), option=orjson.OPT_INDENT_2)
-            )
+        document = orjson.dumps(_what_if_json(result), option=orjson.OPT_INDENT_2)
+        outputs.append(("--report", args.report, lambda path: Path(path).write_bytes(document)))
     if args.jobs_out:
-        with _writing("--jobs-out", args.jobs_out):
-            write_jobs_csv(result.records.values(), args.jobs_out)
+        records = result.records.values()
+        outputs.append(("--jobs-out", args.jobs_out, partial(write_jobs_csv, records)))
+    _write_outputs(outputs)
     _print_what_if(_stdout(), args, result)
     for text in result.incomplete:
         print(f"{PROG}: warning: {text}; used what it holds", file=sys.stderr)
