@@ -27,8 +27,8 @@ priority, job priority first and job id last are ``SortedPicker``'s; the order a
 (usage and waits move), so it is computed again once per session.
 
 The accounts and the running jobs are the picker's state: they travel in the
-snapshot (``save_state``) and over a configuration push (the core hands a rebuilt
-picker of the same name its predecessor's state).
+snapshot (``save_state``) and over a configuration push that names the same
+pickers (the core hands the rebuilt picker its predecessor's state).
 """
 
 from __future__ import annotations
@@ -119,14 +119,28 @@ class FairShare(SortedPicker):
         kept = math.exp(-self._decay * (now - since) / NS)
         return usage * kept + slots * (1.0 - kept) / self._decay
 
-    def _charge(self, project: str, user: str, slots: int) -> None:
-        """Start (``slots`` > 0) or stop (< 0) charging the user, its project and
-        everyone for ``slots``, from now."""
+    def _charge(self, project: str, user: str, slots: int = 0, cpu: float = 0.0) -> None:
+        """From now, charge the user, its project and everyone ``slots`` more (fewer
+        when negative) running slots and ``cpu`` s of CPU time used."""
         now = self._view.now()
         for key in ((), (project,), (project, user)):
             account = self._account(key)
             self._advance(account, now)
             account[2] += slots
+            account[3] += cpu
+
+    def _start(self, job: JobInfo) -> None:
+        """Charge a job that runs (now, or again), unless it is charged already."""
+        if job.jobid not in self._running:
+            entry = self._running[job.jobid] = (job.project or NO_PROJECT, job.user, job.tasks)
+            self._charge(entry[0], entry[1], entry[2])
+
+    def _stop(self, jobid: int) -> None:
+        """Stop charging a job (it ended, was suspended or is pending again)."""
+        entry = self._running.pop(jobid, None)
+        if entry is not None:
+            self._cpu_seen.pop(jobid, None)
+            self._charge(entry[0], entry[1], -entry[2])
 
     # --- hooks ----------------------------------------------------------------------
 
@@ -135,33 +149,23 @@ class FairShare(SortedPicker):
         pending: a queue's picker hears of that so), then as ``SortedPicker``."""
         self._account((job.project or NO_PROJECT, job.user))
         self._account((job.project or NO_PROJECT,))
-        entry = self._running.pop(job.jobid, None)
-        if entry is not None:
-            self._cpu_seen.pop(job.jobid, None)
-            self._charge(entry[0], entry[1], -entry[2])
+        self._stop(job.jobid)
         super().on_job_push(job)
 
     def on_dispatch(self, jobid: int) -> None:
         """Charge the started job's slots from now, then as ``SortedPicker``."""
         job = self._view.job(jobid)
-        if job is not None and jobid not in self._running:
-            entry = (job.project or NO_PROJECT, job.user, job.tasks)
-            self._running[jobid] = entry
-            self._charge(*entry)
+        if job is not None:
+            self._start(job)
         super().on_dispatch(jobid)
 
     def on_job_state_change(self, job: JobInfo, new_state: JobState) -> None:
         """Stop charging a job that ended, went back to pending or was suspended;
         charge one resumed again. Then as ``SortedPicker``."""
-        entry = self._running.get(job.jobid)
         if new_state is JobState.RUN:
-            if entry is None:
-                entry = self._running[job.jobid] = (job.project or NO_PROJECT, job.user, job.tasks)
-                self._charge(*entry)
-        elif entry is not None:
-            del self._running[job.jobid]
-            self._cpu_seen.pop(job.jobid, None)
-            self._charge(entry[0], entry[1], -entry[2])
+            self._start(job)
+        else:
+            self._stop(job.jobid)
         super().on_job_state_change(job, new_state)
 
     def on_job_rusage(self, job: JobInfo, rusage: Mapping[str, float]) -> None:
@@ -174,11 +178,7 @@ class FairShare(SortedPicker):
             used = cpu - self._cpu_seen.get(job.jobid, 0.0)
             self._cpu_seen[job.jobid] = max(cpu, self._cpu_seen.get(job.jobid, 0.0))
             if used > 0:
-                now = self._view.now()
-                for key in ((), (entry[0],), (entry[0], entry[1])):
-                    account = self._account(key)
-                    self._advance(account, now)
-                    account[3] += used
+                self._charge(entry[0], entry[1], cpu=used)
                 self._at = -1
         super().on_job_rusage(job, rusage)
 
