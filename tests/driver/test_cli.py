@@ -56,6 +56,12 @@ CSV_HEADER = [
     "rejected",
     "run_limit_s",
     "first_predicted_start_s",
+    "queue",
+    "user",
+    "wait_s",
+    "bounded_slowdown",
+    "status",
+    "skipped",
 ]
 
 GOOD_RECORD = "1 0 5 100 4 -1 -1 4 200 -1 1 3 2 7 1 1 -1 -1"
@@ -80,10 +86,14 @@ def summary_rows(out: str) -> dict[str, str]:
     }
 
 
-def read_csv(path: Path) -> tuple[list[str], list[dict[str, str]]]:
+def read_csv(path: Path, jobs_only: bool = False) -> tuple[list[str], list[dict[str, str]]]:
+    """The header and rows of a CSV; ``jobs_only``: without the skipped records."""
     with path.open(newline="") as handle:
         rows = list(csv.reader(handle))
-    return rows[0], [dict(zip(rows[0], row, strict=True)) for row in rows[1:]]
+    records = [dict(zip(rows[0], row, strict=True)) for row in rows[1:]]
+    if jobs_only:
+        records = [row for row in records if row["status"] != "skipped"]
+    return rows[0], records
 
 
 # --- the embedded default ----------------------------------------------------------------
@@ -130,6 +140,10 @@ def test_default_workload_output_files(tmp_path: Path, capsys: pytest.CaptureFix
     assert header == CSV_HEADER
     assert [int(row["jobid"]) for row in rows] == list(range(1, 201))
     waits = [int(row["start_s"]) - int(row["submit_s"]) for row in rows]
+    assert waits == [int(row["wait_s"]) for row in rows]
+    assert {row["status"] for row in rows} == {"finished"}
+    slowdowns = [float(row["bounded_slowdown"]) for row in rows]
+    assert report["mean_bounded_slowdown"] == round(statistics.fmean(slowdowns), 4)
     assert report["mean_wait_s"] == round(statistics.fmean(waits), 3)
     assert report["median_wait_s"] == statistics.median(waits)
     assert report["max_wait_s"] == max(waits)
@@ -333,6 +347,12 @@ def test_sdsc_prefix_jobs_keep_trace_numbers_and_times(
     records = {r.job_number: r for r in load_trace(SDSC).records[:2000]}
     header, rows = read_csv(sdsc_run["jobs"])
     assert header == CSV_HEADER
+    # Every record has its row: 1,873 jobs, and the 127 of unknown run time skipped.
+    assert [int(row["jobid"]) for row in rows] == sorted(records)
+    skipped = [row for row in rows if row["status"] == "skipped"]
+    assert len(skipped) == 127 and {row["skipped"] for row in skipped} == {"unknown_run_time"}
+    assert all(int(row["submit_s"]) == records[int(row["jobid"])].submit_time for row in skipped)
+    rows = [row for row in rows if row["status"] != "skipped"]
     assert len(rows) == 1873
     expected = sorted(n for n, r in records.items() if r.run_time >= 0)
     assert [int(row["jobid"]) for row in rows] == expected
@@ -358,13 +378,13 @@ def test_sdsc_prefix_with_exact_estimates_changes_the_limits_not_the_decisions(
     jobs, events = tmp_path / "exact.csv", tmp_path / "exact.events.jsonl"
     argv = ["--workload", str(trace_path(SDSC)), "--max-jobs", "2000", "--swf-estimate", "exact"]
     assert run_cli(["simulate", *argv, "--quiet", "--jobs-out", str(jobs)], capsys)[0] == 0
-    header, rows = read_csv(jobs)
+    header, rows = read_csv(jobs, jobs_only=True)
     assert header == CSV_HEADER
     assert all(
         int(row["run_limit_s"]) == max(int(row["end_s"]) - int(row["start_s"]), 1) for row in rows
     )
     # No decision reads a run limit yet: every job starts as with requested times.
-    _, requested = read_csv(sdsc_run["jobs"])
+    _, requested = read_csv(sdsc_run["jobs"], jobs_only=True)
     assert [row["start_s"] for row in rows] == [row["start_s"] for row in requested]
     assert [row["run_limit_s"] for row in rows] != [row["run_limit_s"] for row in requested]
     # The event file submits each job with the limit simulate gives it.

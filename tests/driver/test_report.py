@@ -161,9 +161,41 @@ def test_the_report_gives_each_users_jobs_wait_and_usage() -> None:
         SimJob(4, 0, 10, 2, "normal", "c"),
     ]
     workload = MappedWorkload(tuple(jobs), {}, 1, 1, 0, {"normal": 30})
-    users = run_simulation(workload, source="hand-made").report.users
-    assert users == {
-        "a": {"jobs": 2, "jobs_started": 2, "mean_wait_s": 75.0, "usage_slot_s": 110},
-        "b": {"jobs": 1, "jobs_started": 1, "mean_wait_s": 100.0, "usage_slot_s": 50},
-        "c": {"jobs": 1, "jobs_started": 0, "mean_wait_s": None, "usage_slot_s": 0},
+    report = run_simulation(workload, source="hand-made").report
+    none = {"jobs_finished": 0, "mean_wait_s": None, "p90_wait_s": None}
+    assert report.users == {
+        "a": {
+            "jobs": 2,
+            "jobs_started": 2,
+            "jobs_finished": 2,
+            "mean_wait_s": 75.0,
+            "p90_wait_s": 135.0,  # 0 and 150: 0 + 0.9 × 150
+            "mean_bounded_slowdown": 8.5,  # 100/100 and 160/10
+            "usage_slot_s": 110,
+        },
+        "b": {
+            "jobs": 1,
+            "jobs_started": 1,
+            "jobs_finished": 1,
+            "mean_wait_s": 100.0,
+            "p90_wait_s": 100.0,
+            "mean_bounded_slowdown": 3.0,
+            "usage_slot_s": 50,
+        },
+        "c": {
+            "jobs": 1,
+            "jobs_started": 0,
+            **none,
+            "mean_bounded_slowdown": None,
+            "usage_slot_s": 0,
+        },
     }
+    # The sizes: three one-slot jobs, one two-slot job; one queue holds all four.
+    assert list(report.sizes) == ["1", "2"]
+    assert report.sizes["1"]["jobs"] == 3 and report.sizes["2"]["jobs_started"] == 0
+    assert report.queues["normal"]["jobs"] == 4
+    assert report.queues["normal"]["mean_wait_s"] == round((0 + 100 + 150) / 3, 3)
+    # Waits 0, 100, 150: p50 100, p90 100 + 0.8 × 50, p99 100 + 0.98 × 50.
+    assert report.wait_percentiles_s == {"p50": 100.0, "p90": 140.0, "p99": 149.0}
+    # Slowdowns 1, 3, 16.
+    assert report.bounded_slowdown_percentiles == {"p50": 3.0, "p90": 13.4, "p99": 15.74}

@@ -937,8 +937,15 @@ def _run(
     return result
 
 
-def simulate(args: argparse.Namespace) -> int:
-    """Run ``xce-sched simulate``; returns the exit status."""
+def simulation_of(args: argparse.Namespace) -> tuple[SimulationResult, MappedWorkload]:
+    """Check ``simulate``'s options and files, then run the simulation they describe
+    (writing ``--record``, not the other outputs); the result and the workload run.
+    What ``simulate``, ``compare`` and every run of a ``sweep`` do.
+
+    Raises:
+        UserError: a user mistake in the options or the files (one line).
+        ConfigError, MappingError, SwfError, PluginError: as ``main`` reports them.
+    """
     _check_outputs(
         [("--record", args.record), ("--report", args.report), ("--jobs-out", args.jobs_out)],
         [("--workload", args.workload), ("--queues", args.queues)],
@@ -956,6 +963,12 @@ def simulate(args: argparse.Namespace) -> int:
         if args.record and exc.filename == str(Path(args.record)):
             raise UserError(f"--record {args.record}: {exc.strerror or exc}") from None
         raise
+    return result, workload
+
+
+def simulate(args: argparse.Namespace) -> int:
+    """Run ``xce-sched simulate``; returns the exit status."""
+    result, workload = simulation_of(args)
     report = result.report
     outputs: list[Output] = []
     if args.report:
@@ -963,7 +976,8 @@ def simulate(args: argparse.Namespace) -> int:
         outputs.append(("--report", args.report, lambda path: Path(path).write_bytes(document)))
     if args.jobs_out:
         records = result.records.values()
-        outputs.append(("--jobs-out", args.jobs_out, partial(write_jobs_csv, records)))
+        write = partial(write_jobs_csv, records, skipped=workload.skipped_records)
+        outputs.append(("--jobs-out", args.jobs_out, write))
     _write_outputs(outputs)
     if not args.quiet:
         _print_summary(_stdout(), report)

@@ -157,6 +157,10 @@ class JobRecord:
             first reservation a round made it, ``SchedCore.expected_start``), s from
             the trace origin; None: no round predicted one (it never waited under a
             backfill policy that reserves, or no emulator asked).
+        user, queue: its user and queue as submitted.
+        suspensions: each suspension as (from, to), s from the origin, in order;
+            ``to`` None while it lasts (left suspended). What the time series
+            leave out of a job's running time (``metrics.time_series``).
     """
 
     jobid: int
@@ -175,6 +179,21 @@ class JobRecord:
     run_limit_s: int | None = None
     first_predicted_start_s: int | None = None
     user: str = ""
+    queue: str = ""
+    suspensions: list[tuple[int, int | None]] = field(default_factory=list)
+
+    def suspend(self, at_s: int) -> None:
+        """Count a suspension starting at ``at_s`` (s from the origin)."""
+        self.times_suspended += 1
+        self.suspensions.append((at_s, None))
+
+    def resume(self, at_s: int) -> None:
+        """Count the resume, at ``at_s``, of the suspension that lasts: its time
+        is added to ``suspended_s``."""
+        since, _ = self.suspensions[-1]
+        self.suspensions[-1] = (since, at_s)
+        self.suspended_s += at_s - since
+        self.times_resumed += 1
 
     @property
     def left_suspended(self) -> bool:
@@ -211,7 +230,13 @@ def record_of(job: Submitted, submit_s: int, run_s: int) -> JobRecord:
     """A new record of ``job``, submitted ``submit_s`` after the origin, running
     ``run_s`` (0: not known)."""
     return JobRecord(
-        job.jobid, submit_s, run_s, job.tasks, run_limit_s=job.run_limit_s, user=job.user
+        job.jobid,
+        submit_s,
+        run_s,
+        job.tasks,
+        run_limit_s=job.run_limit_s,
+        user=job.user,
+        queue=job.queue,
     )
 
 
@@ -400,6 +425,7 @@ class Workload:
                 job.tasks,
                 run_limit_s=job.run_limit_s,
                 user=job.user,
+                queue=job.queue,
             )
             for job in jobs
         }
@@ -583,7 +609,7 @@ class ClusterEmulator(Workload):
                 run.suspend(now)
                 run.since_ns = job.suspend_ts
                 if known is None:
-                    record.times_suspended = 1
+                    record.suspend(self._s(job.suspend_ts))
                 self._suspended += 1
         suspended = False
         for preemption in sorted(core.state.preemptions.values(), key=lambda p: p.preemptor):
@@ -907,7 +933,7 @@ class ClusterEmulator(Workload):
         run.suspend(now)
         payload = JobStateChangePayload(jobid=jobid, state=JobState.SUSP)
         self._push(JobStateChange(ts=now, payload=payload))
-        self.records[jobid].times_suspended += 1
+        self.records[jobid].suspend(self._s(now))
         self.stats.suspensions += 1
         self._running -= 1
         self._suspended += 1
@@ -920,8 +946,7 @@ class ClusterEmulator(Workload):
         run = self._runs.get(jobid)
         if run is None or not run.suspended:
             return
-        self.records[jobid].suspended_s += self._s(now) - self._s(run.since_ns)
-        self.records[jobid].times_resumed += 1
+        self.records[jobid].resume(self._s(now))
         self._run_for(now, jobid, run)
         self.stats.resumes += 1
         self._suspended -= 1

@@ -36,7 +36,14 @@ become jobs, and ``jobs_skipped_by_reason`` splits that count by reason (every r
 of ``mapping.SKIP_REASONS``, zeros included: ``{"unknown_submit_time": 0,
 "unknown_run_time": 5671, "no_processors": 0}``).
 
-A mean, median or maximum over no jobs at all (no job started, or none finished) is
+Distributions and breakdowns (``xce_driver.metrics``): ``wait_percentiles_s`` and
+``bounded_slowdown_percentiles`` give p50, p90 and p99; ``queues``, ``users`` and
+``sizes`` (job-size classes in powers of two: ``1``, ``2``, ``3-4``, ...) give each
+group's ``jobs``, ``jobs_started``, ``jobs_finished``, ``mean_wait_s``,
+``p90_wait_s``, ``mean_bounded_slowdown`` and ``usage_slot_s`` (the slots × s its
+ended jobs ran, suspended time left out: what a fair share charges undecayed).
+
+A mean, median, percentile or maximum over no jobs at all (no job started, or none finished) is
 None (``null`` in JSON, "n/a" in the summary), never a made-up 0.
 """
 
@@ -51,9 +58,14 @@ from pathlib import Path
 from xce_schemas import BackfillPolicy, SchedulerConfig
 
 from xce_driver.emulator import REJECT_QUEUE_CLOSED, JobRecord
-
-#: τ of the bounded slowdown, s.
-SLOWDOWN_BOUND_S = 10
+from xce_driver.metrics import (
+    bounded_slowdown,
+    breakdown,
+    percentiles,
+    size_class,
+    wait_s,
+)
+from xce_driver.workloads.mapping import SkippedRecord
 
 
 @dataclass(frozen=True, slots=True)
@@ -64,9 +76,8 @@ class Report:
     bounded slowdown is None when no job finished, the prediction errors are None
     when no job that started had a predicted start (nothing to average).
 
-    ``users`` gives, by user (name order), ``jobs`` (records), ``jobs_started``,
-    ``mean_wait_s`` (None when none started) and ``usage_slot_s``: the slots × s its
-    ended jobs ran (suspended time left out), what a fair share charges undecayed.
+    ``queues``, ``users`` and ``sizes`` give each group's figures, in name order
+    (sizes in size order): see the module docstring.
     """
 
     workload: str
@@ -102,6 +113,10 @@ class Report:
     prediction_mean_error_s: float | None = None
     backfill: str = "greedy"
     users: dict[str, dict[str, float | int | None]] = field(default_factory=dict)
+    wait_percentiles_s: dict[str, float | None] = field(default_factory=dict)
+    bounded_slowdown_percentiles: dict[str, float | None] = field(default_factory=dict)
+    queues: dict[str, dict[str, float | int | None]] = field(default_factory=dict)
+    sizes: dict[str, dict[str, float | int | None]] = field(default_factory=dict)
 
     def to_json(self) -> dict[str, object]:
         """The report as a JSON-ready dict (field order as declared)."""
@@ -148,14 +163,14 @@ def summarize(
     records = list(records)
     started = [r for r in records if r.start_s is not None]
     ran = [(r, r.ran_s, r.end_s) for r in started if r.ran_s is not None and r.end_s is not None]
-    waits = [r.start_s - r.submit_s for r in started if r.start_s is not None]
+    waits = [w for w in map(wait_s, started) if w is not None]
     # Actual − first predicted start, s, of the jobs that got a prediction and started.
     errors = [
         r.start_s - r.first_predicted_start_s
         for r in started
         if r.start_s is not None and r.first_predicted_start_s is not None
     ]
-    slowdowns = [max(1.0, (end - r.submit_s) / max(run, SLOWDOWN_BOUND_S)) for r, run, end in ran]
+    slowdowns = [s for s in (bounded_slowdown(r) for r, _, _ in ran) if s is not None]
     makespan = 0
     work = 0
     if ran:
@@ -201,27 +216,12 @@ def summarize(
         prediction_mae_s=round(statistics.fmean(map(abs, errors)), 3) if errors else None,
         prediction_mean_error_s=round(statistics.fmean(errors), 3) if errors else None,
         backfill=backfill,
-        users=_by_user(records),
+        users=breakdown(records, lambda r: r.user),
+        wait_percentiles_s=percentiles(waits),
+        bounded_slowdown_percentiles=percentiles(slowdowns, 4),
+        queues=breakdown(records, lambda r: r.queue),
+        sizes=breakdown(records, lambda r: size_class(r.tasks), by_size=True),
     )
-
-
-def _by_user(records: list[JobRecord]) -> dict[str, dict[str, float | int | None]]:
-    """``Report.users``: each user's jobs, starts, mean wait and usage."""
-    jobs: dict[str, list[JobRecord]] = {}
-    for record in records:
-        jobs.setdefault(record.user, []).append(record)
-    out: dict[str, dict[str, float | int | None]] = {}
-    for user in sorted(jobs):
-        mine = jobs[user]
-        waits = [r.start_s - r.submit_s for r in mine if r.start_s is not None]
-        usage = sum(r.ran_s * r.tasks for r in mine if r.ran_s is not None)
-        out[user] = {
-            "jobs": len(mine),
-            "jobs_started": len(waits),
-            "mean_wait_s": round(statistics.fmean(waits), 3) if waits else None,
-            "usage_slot_s": usage,
-        }
-    return out
 
 
 #: Columns of the per-job CSV (``--jobs-out``).
@@ -238,11 +238,36 @@ CSV_COLUMNS = (
     "rejected",
     "run_limit_s",
     "first_predicted_start_s",
+    "queue",
+    "user",
+    "wait_s",
+    "bounded_slowdown",
+    "status",
+    "skipped",
 )
 
+#: ``status`` of a job in the per-job CSV, by what became of it.
+STATUSES = ("finished", "running", "suspended", "never_started", "rejected", "skipped")
 
-def write_jobs_csv(records: Iterable[JobRecord], path: str | Path) -> None:
-    """Per-job CSV: ``CSV_COLUMNS``, one line per job in jobid order.
+
+def status(record: JobRecord) -> str:
+    """What became of a job (``STATUSES``, ``skipped`` aside): rejected by the
+    controller, finished (or killed), left suspended, left running, or never
+    started."""
+    if record.rejected:
+        return "rejected"
+    if record.end_s is not None:
+        return "finished"
+    if record.left_suspended:
+        return "suspended"
+    return "never_started" if record.start_s is None else "running"
+
+
+def write_jobs_csv(
+    records: Iterable[JobRecord], path: str | Path, skipped: Iterable[SkippedRecord] = ()
+) -> None:
+    """Per-job CSV: ``CSV_COLUMNS``, one line per job and per skipped record, in
+    jobid order.
 
     Times are s from the trace origin, empty where the job never started or ended;
     ``hosts`` is the space-separated host names of its allocation;
@@ -252,13 +277,19 @@ def write_jobs_csv(records: Iterable[JobRecord], path: str | Path) -> None:
     ``run_limit_s`` the job's own run limit, s (from a trace: its requested time, or
     its run time, by ``--swf-estimate``), empty when it gave none;
     ``first_predicted_start_s`` the start the core first predicted for it (s from
-    the trace origin), empty when no round predicted one.
+    the trace origin), empty when no round predicted one; ``queue`` and ``user``
+    as submitted; ``wait_s`` (s) and ``bounded_slowdown`` as the report defines
+    them, empty when it never started or never ended; ``status`` one of
+    ``STATUSES``; ``skipped`` why a workload record could not become a job (a
+    ``SKIP_REASONS`` of the mapping; its row gives only its jobid and, when known,
+    its submit time), else empty.
     """
-    with open(path, "w", newline="", encoding="utf-8") as handle:
-        writer = csv.writer(handle)
-        writer.writerow(CSV_COLUMNS)
-        for r in sorted(records, key=lambda record: record.jobid):
-            writer.writerow(
+    rows: list[tuple[int, list[object]]] = []
+    for r in records:
+        slowdown = bounded_slowdown(r)
+        rows.append(
+            (
+                r.jobid,
                 [
                     r.jobid,
                     r.submit_s,
@@ -272,5 +303,26 @@ def write_jobs_csv(records: Iterable[JobRecord], path: str | Path) -> None:
                     r.rejected_reason,
                     "" if r.run_limit_s is None else r.run_limit_s,
                     "" if r.first_predicted_start_s is None else r.first_predicted_start_s,
-                ]
+                    r.queue,
+                    r.user,
+                    _blank(wait_s(r)),
+                    "" if slowdown is None else round(slowdown, 4),
+                    status(r),
+                    "",
+                ],
             )
+        )
+    for record in skipped:
+        row: list[object] = [""] * len(CSV_COLUMNS)
+        row[0], row[1] = record.jobid, _blank(record.submit_s)
+        row[-2:] = ["skipped", record.reason]
+        rows.append((record.jobid, row))
+    rows.sort(key=lambda row: row[0])
+    with open(path, "w", newline="", encoding="utf-8") as handle:
+        writer = csv.writer(handle)
+        writer.writerow(CSV_COLUMNS)
+        writer.writerows(row for _, row in rows)
+
+
+def _blank(value: int | None) -> object:
+    return "" if value is None else value

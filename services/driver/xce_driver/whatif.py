@@ -243,7 +243,7 @@ class _BaseRun:
             if job.state is JobState.RUN:
                 self._since[job.jobid] = first.ts
             else:
-                record.times_suspended = 1
+                record.suspend(self._s(job.suspend_ts))
                 self._since[job.jobid] = job.suspend_ts  # suspended since
 
     @property
@@ -321,8 +321,7 @@ class _BaseRun:
 
     def _resumed(self, ts: int, jobid: int) -> None:
         record = self._all[jobid]
-        record.suspended_s += self._s(ts) - self._s(self._since[jobid])
-        record.times_resumed += 1
+        record.resume(self._s(ts))
         self._since[jobid] = ts
 
     def _state_change(self, ts: int, jobid: int, state: JobState) -> None:
@@ -333,7 +332,7 @@ class _BaseRun:
         if state is JobState.SUSP and running:
             self._ran[jobid] += ts - self._since[jobid]
             self._since[jobid] = ts
-            record.times_suspended += 1
+            record.suspend(self._s(ts))
         elif state is JobState.RUN and jobid in self._since and not running:
             self._resumed(ts, jobid)  # the controller resumed it
         elif state in (JobState.DONE, JobState.EXIT):

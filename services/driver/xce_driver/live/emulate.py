@@ -556,7 +556,7 @@ class LiveEmulator(Workload):
             handle.cancel()
         run.suspend(self._now())
         self._report(jobid, JobState.SUSP)
-        self.records[jobid].times_suspended += 1
+        self.records[jobid].suspend(self._now() // NS)
         self.stats.suspensions += 1
 
     def _resume(self, jobid: int) -> None:
@@ -564,8 +564,7 @@ class LiveEmulator(Workload):
         if run is None or not run.suspended:
             return
         now = self._now()
-        self.records[jobid].suspended_s += (now - run.since_ns) // NS
-        self.records[jobid].times_resumed += 1
+        self.records[jobid].resume(now // NS)
         self._run(jobid, run, now)
         self.stats.resumes += 1
 

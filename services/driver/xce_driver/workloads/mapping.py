@@ -232,6 +232,16 @@ class QueueMap:
 
 
 @dataclass(frozen=True, slots=True)
+class SkippedRecord:
+    """A workload record that could not become a job: its job number, its submit
+    time (s; None when unknown) and why (one of ``SKIP_REASONS``)."""
+
+    jobid: int
+    submit_s: int | None
+    reason: str
+
+
+@dataclass(frozen=True, slots=True)
 class MappedWorkload:
     """The jobs of a trace and the cluster to run them on.
 
@@ -244,6 +254,7 @@ class MappedWorkload:
         origin_s: epoch second of the trace's time 0 (its ``UnixStartTime``).
         queues: queue name → priority.
         host_mem_mb: memory of each host, MB (0: not modelled).
+        skipped_records: each record skipped, in the workload's order.
     """
 
     jobs: tuple[SimJob, ...]
@@ -253,6 +264,7 @@ class MappedWorkload:
     origin_s: int
     queues: dict[str, int]
     host_mem_mb: float = 0.0
+    skipped_records: tuple[SkippedRecord, ...] = ()
 
 
 def map_trace(
@@ -339,6 +351,7 @@ def map_trace(
     jobs: list[SimJob] = []
     seen: set[int] = set()
     skipped = dict.fromkeys(SKIP_REASONS, 0)
+    skipped_records: list[SkippedRecord] = []
     queue_numbers: set[int] = set()
     requests = 0  # kept records with a requested time (field 9 above 0)
     for record in records:
@@ -351,6 +364,8 @@ def map_trace(
         reason = _skip_reason(record, tasks)
         if reason is not None:
             skipped[reason] += 1
+            submit = record.submit_time if record.submit_time >= 0 else None
+            skipped_records.append(SkippedRecord(record.job_number, submit, reason))
             continue
         _check_record(record, trace.source, origin, tasks_field, swf_memory, requested)
         queue_numbers.add(record.queue_number)
@@ -390,6 +405,7 @@ def map_trace(
         origin_s=origin,
         queues=queues,
         host_mem_mb=host_mem_mb,
+        skipped_records=tuple(skipped_records),
     )
 
 
