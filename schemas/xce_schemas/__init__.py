@@ -223,3 +223,8 @@ __all__ += [
     "RecordingNameError",
     "recording_name",
 ]
+
+# --- workloads: a JSON-lines workload's job (xce-sched simulate --workload W.jsonl) ----
+from xce_schemas.workload import WORKLOAD_MAX_TIME_S, WorkloadJob  # noqa: E402
+
+__all__ += ["WORKLOAD_MAX_TIME_S", "WorkloadJob"]

@@ -21,6 +21,7 @@ from xce_schemas.events import CoreEvent
 from xce_schemas.pending import PendingReason
 from xce_schemas.recording import RecordingLine
 from xce_schemas.snapshot import CoreSnapshot
+from xce_schemas.workload import WorkloadJob
 
 #: File name → the type it documents.
 EXPORTED: dict[str, Any] = {
@@ -34,6 +35,7 @@ EXPORTED: dict[str, Any] = {
     "job_alloc.schema.json": JobAlloc,
     "pending_reason.schema.json": PendingReason,
     "recording_line.schema.json": RecordingLine,
+    "workload_job.schema.json": WorkloadJob,
 }
 
 

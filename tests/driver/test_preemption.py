@@ -616,9 +616,10 @@ def test_jobs_csv_columns(tmp_path: Path) -> None:
     # empty for a job no round predicted a start for.
     assert path.read_text().splitlines() == [
         ",".join(CSV_COLUMNS),
-        "1,0,0,150,1,h001,1,50,0,,,",
-        "2,0,0,60,1,h002,0,0,1,,120,30",
-        "3,5,,,1,,0,0,0,queue_closed,1,",
+        # then queue, user, wait_s, bounded_slowdown (150 / max(100, 10)), status, skipped
+        "1,0,0,150,1,h001,1,50,0,,,,,,0,1.5,finished,",
+        "2,0,0,60,1,h002,0,0,1,,120,30,,,0,1.0,finished,",
+        "3,5,,,1,,0,0,0,queue_closed,1,,,,,,rejected,",
     ]
 
 

@@ -44,6 +44,7 @@ import tempfile
 import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager, suppress
+from fractions import Fraction
 from functools import partial
 from pathlib import Path
 from typing import Any, NoReturn
@@ -62,6 +63,25 @@ from xce_schemas.errors import describe
 
 from xce_driver.config_files import PolicyConfigError, read_policy_config
 from xce_driver.event_file import write_event_file
+from xce_driver.experiments.compare import (
+    CompareError,
+    JobDiff,
+    configurations,
+    diff_json,
+    figure_rows,
+    job_diff,
+    labels_of,
+)
+from xce_driver.experiments.sweep import (
+    SweepError,
+    column_name,
+    plan_runs,
+    read_spec,
+    rows,
+    run_sweep,
+    stored,
+    write_tables,
+)
 from xce_driver.live.emulate import MAX_SPEED, RESET_STEPS, LiveEmulator, SubmissionRefused
 from xce_driver.plugins import load_registry
 from xce_driver.recording import RecordingWriter
@@ -86,11 +106,14 @@ from xce_driver.simulate import (
     run_simulation,
 )
 from xce_driver.whatif import WhatIfOptions, WhatIfResult, what_if
+from xce_driver.workloads.jsonl import is_jsonl, read_jsonl
 from xce_driver.workloads.lublin import generate_lublin
 from xce_driver.workloads.mapping import (
+    ESTIMATE_EXACT,
     ESTIMATE_REQUESTED,
     ESTIMATES,
     MAX_HOSTS,
+    MAX_LOAD_FACTOR,
     MAX_MEM_MB,
     MAX_SLOTS,
     MappedWorkload,
@@ -164,6 +187,31 @@ def _non_negative_float(text: str) -> float:
     if not math.isfinite(value) or value < 0:
         raise argparse.ArgumentTypeError(f"{show_text(text)} must be a finite number, 0 or more")
     return value
+
+
+#: What ``--load-factor`` takes, as its errors say it.
+_LOAD_FACTOR_RANGE = (
+    f"a number more than 0 and at most {MAX_LOAD_FACTOR:,} (the offered load's multiple: "
+    "2 submits the jobs twice as close together; 1: as the workload has them)"
+)
+
+
+def _load_factor(text: str) -> Fraction:
+    """The argparse type of ``--load-factor``: a decimal number above 0, at most
+    ``MAX_LOAD_FACTOR``, as the exact fraction it writes (``1.1`` is 11/10), so the
+    scaled submit times are exact (``mapping.scale_arrivals``).
+
+    Raises:
+        argparse.ArgumentTypeError: anything else (``0``, ``-1``, ``nan``, ``inf``,
+            ``abc``), in one line saying what is allowed.
+    """
+    shown = show_text(text)
+    if not _DECIMAL.fullmatch(text):
+        raise argparse.ArgumentTypeError(f"{shown} is not a number: it must be {_LOAD_FACTOR_RANGE}")
+    # The float first: an exponent far out of range is refused without building it.
+    if not 0 < float(text) <= MAX_LOAD_FACTOR or not 0 < Fraction(text) <= MAX_LOAD_FACTOR:
+        raise argparse.ArgumentTypeError(f"{shown} must be {_LOAD_FACTOR_RANGE}")
+    return Fraction(text)
 
 
 #: What ``emulate --speed`` takes, as its errors say it.
@@ -278,14 +326,16 @@ def _add_workload_options(sub: argparse.ArgumentParser) -> None:
     sub.add_argument(
         "--workload",
         metavar="PATH",
-        help="SWF trace (.swf or .swf.gz); default: a generated Lublin-Feitelson workload",
+        help="SWF trace (.swf or .swf.gz), or JSON-lines workload, one job a line with "
+        "its resreq (.jsonl or .jsonl.gz; docs/workloads.md); default: a generated "
+        "Lublin-Feitelson workload",
     )
     sub.add_argument(
         "--hosts",
         type=_whole(1, MAX_HOSTS, " hosts"),
         metavar="N",
         help=f"hosts (default: the trace's MaxProcs, else MaxNodes; {DEFAULT_HOSTS} for the "
-        f"generated workload; at most {MAX_HOSTS:,})",
+        f"generated workload; required for a JSON-lines workload; at most {MAX_HOSTS:,})",
     )
     sub.add_argument(
         "--slots-per-host",
@@ -337,7 +387,15 @@ def _add_workload_options(sub: argparse.ArgumentParser) -> None:
         "--max-jobs",
         type=_whole(1, 2**63 - 1),
         metavar="N",
-        help="simulate only the first N trace records (or generated jobs)",
+        help="simulate only the first N trace records (or generated jobs, or JSON lines' jobs)",
+    )
+    sub.add_argument(
+        "--load-factor",
+        type=_load_factor,
+        metavar="F",
+        help="scale the offered load F times: the submit gaps are divided by F (floor, "
+        "exactly), run times and sizes unchanged; 1.2: arrivals 1/1.2 as far apart; "
+        f"more than 0, at most {MAX_LOAD_FACTOR:,} (default 1: as the workload has them)",
     )
     sub.add_argument(
         "--swf-memory",
@@ -349,7 +407,8 @@ def _add_workload_options(sub: argparse.ArgumentParser) -> None:
         type=_whole(1, MAX_MEM_MB, " MB"),
         default=0,
         metavar="MB",
-        help="memory of each host, MB (needed with --swf-memory; at most 2**40)",
+        help="memory of each host, MB (needed with --swf-memory, or with a JSON-lines "
+        "workload whose resreqs ask for memory; at most 2**40)",
     )
     sub.add_argument(
         "--swf-estimate",
@@ -373,9 +432,18 @@ def _add_workload_options(sub: argparse.ArgumentParser) -> None:
     )
 
 
-def build_parser() -> argparse.ArgumentParser:
-    """The argument parser of ``xce-sched`` and its subcommands."""
-    parser = _Parser(prog=PROG, description=DESCRIPTION)
+class _RunOptionsParser(_Parser):
+    """A parser of one run's options inside a comparison or a sweep: a usage error
+    is a ``UserError`` that the caller names the run in, not an exit."""
+
+    def error(self, message: str) -> NoReturn:
+        raise UserError(message)
+
+
+def build_parser(parser_class: type[_Parser] = _Parser) -> argparse.ArgumentParser:
+    """The argument parser of ``xce-sched`` and its subcommands (``parser_class``:
+    how a usage error is reported)."""
+    parser = parser_class(prog=PROG, description=DESCRIPTION)
     commands = parser.add_subparsers(
         dest="command", required=True, metavar="COMMAND", title="commands"
     )
@@ -519,6 +587,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="seconds after the recording's start (a simulation's trace origin, as in "
         "its per-job CSV)",
     )
+    _add_experiment_commands(commands)
     parser.description = f"{DESCRIPTION} ({', '.join(commands.choices)})."
     return parser
 
@@ -529,13 +598,14 @@ def _refuse_ignored(args: argparse.Namespace) -> None:
 
     Raises:
         UserError: ``--host-mem`` without ``--swf-memory`` (host memory is reserved
-            only by the trace's memory requests); ``--record-snapshot-interval``
+            only by the trace's memory requests; a JSON-lines workload's resreqs are
+            checked when it is read, ``read_jsonl``); ``--record-snapshot-interval``
             without ``--record``; ``--jobs`` with ``--max-jobs`` (both size the
             generated workload, and the larger would be ignored); ``emulate --seed``
             with ``--workload`` (it seeds only the generated workload: the live
             core's PRNG is the service's ``--prng-seed``).
     """
-    if args.host_mem and not args.swf_memory:
+    if args.host_mem and not args.swf_memory and not _is_jsonl(args):
         raise UserError(
             "--host-mem is the memory --swf-memory reserves from; without --swf-memory no "
             "job reserves memory"
@@ -1293,11 +1363,281 @@ def events_command(args: argparse.Namespace) -> int:
     return 0
 
 
+def _add_experiment_commands(commands: Any) -> None:
+    """The ``compare`` and ``sweep`` subcommands (``xce_driver.experiments``)."""
+    cmp = commands.add_parser(
+        "compare",
+        help="one workload under several configurations, side by side and job by job",
+        description="Simulate one workload under several configurations: every figure side "
+        "by side with its ratio to the first configuration, and the jobs whose start moved "
+        "most. Every other option is a simulate option common to all the runs "
+        "(--workload, --max-jobs, --hosts, ...).",
+    )
+    cmp.add_argument(
+        "--vary",
+        action="append",
+        default=[],
+        metavar="NAME=V1,V2,...",
+        help="a simulate option and the values it takes (repeatable: the runs are every "
+        "combination), e.g. --vary policy=builtin_fcfs,sjf --vary backfill=greedy,easy",
+    )
+    cmp.add_argument(
+        "--config",
+        action="append",
+        default=[],
+        metavar="OPTIONS",
+        help="one configuration's simulate options, quoted (repeatable), e.g. "
+        "--config '--policy sjf --backfill easy'",
+    )
+    cmp.add_argument(
+        "--top",
+        type=_whole(0, 1_000_000),
+        default=10,
+        metavar="N",
+        help="jobs listed whose start moved most, per configuration (default 10)",
+    )
+    cmp.add_argument("--report", metavar="OUT.json", help="write every report and diff as JSON")
+    cmp.add_argument("--quiet", action="store_true", help="print no tables")
+    swp = commands.add_parser(
+        "sweep",
+        help="run a grid of simulations (traces × options × seeds) on Dask into one table",
+        description="Run a grid of simulations, traces × option axes × seeds, on a Dask "
+        "cluster (a local one by default), into one tidy table (Parquet and CSV). Runs "
+        "already done are kept and not run again.",
+    )
+    swp.add_argument("spec", metavar="SPEC", help="the sweep: TOML, or YAML (.yaml, .yml)")
+    swp.add_argument(
+        "--out",
+        metavar="DIR",
+        help="results folder: runs/, results.parquet, results.csv (default: SPEC's name "
+        "without its suffix, plus .results, beside it)",
+    )
+    swp.add_argument(
+        "--workers",
+        type=_whole(1, 1024, " workers"),
+        default=os.cpu_count() or 1,
+        metavar="N",
+        help="worker processes of the local Dask cluster (default: the CPUs)",
+    )
+    swp.add_argument(
+        "--scheduler-address",
+        metavar="ADDR",
+        help="run on this existing Dask cluster (tcp://host:8786) instead of a local one",
+    )
+    swp.add_argument("--quiet", action="store_true", help="print no progress or table")
+
+
+def simulate_options(options: Sequence[str]) -> argparse.Namespace:
+    """``simulate``'s options parsed as the command line would be (a later option
+    overrides an earlier one).
+
+    Raises:
+        UserError: an option ``simulate`` does not have, or a bad value.
+    """
+    return build_parser(_RunOptionsParser).parse_args(["simulate", *options])
+
+
+#: The errors of one run that are the user's (or a plugin's), reported in one line.
+_RUN_ERRORS = (
+    ValidationError,
+    UserError,
+    SwfError,
+    MappingError,
+    ConfigError,
+    ReplayError,
+    ValueError,
+    PluginError,
+    OSError,
+)
+
+
+def _error_text(exc: BaseException) -> str:
+    """The one line ``main`` says for an error of ``_RUN_ERRORS``."""
+    if isinstance(exc, ValidationError):  # a value the wire contract refuses
+        got = exc.errors()[0]["input"]
+        return printable(f"{describe(exc, default=exc.title)} (got {got!r})")
+    if isinstance(exc, OSError) and not isinstance(exc, BrokenPipeError):
+        where = f"{exc.filename}: " if exc.filename else ""
+        return printable(f"{where}{exc.strerror or exc}")
+    return printable(str(exc))
+
+
+def sweep_run(options: tuple[str, ...]) -> dict[str, Any]:
+    """One run of a sweep, on a Dask worker: ``simulate`` with ``options``; its report
+    (``Report.to_json``, as JSON data) or its one-line error."""
+    try:
+        result, _ = simulation_of(simulate_options([*options, "--quiet"]))
+    except _RUN_ERRORS as exc:
+        return {"report": None, "error": _error_text(exc)}
+    return {"report": orjson.loads(orjson.dumps(result.report.to_json())), "error": None}
+
+
+def _show(value: object) -> str:
+    """A figure in a table: whole numbers with separators, others to 4 significant
+    digits, n/a for none."""
+    if value is None:
+        return "n/a"
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return str(value)
+    if isinstance(value, int):
+        return f"{value:,}"
+    return f"{value:,.2f}" if abs(value) >= 100 else f"{value:.4g}"
+
+
+def compare_command(args: argparse.Namespace, common: Sequence[str]) -> int:
+    """Run ``xce-sched compare``: ``common`` are the simulate options of every run."""
+    _check_outputs([("--report", args.report)])
+    try:
+        configs = configurations(args.config, args.vary)
+    except CompareError as exc:
+        raise UserError(str(exc)) from None
+    labels = labels_of(configs)
+    runs: list[argparse.Namespace] = []
+    for label, config in zip(labels, configs, strict=True):
+        try:  # every configuration's options before any run
+            runs.append(simulate_options([*common, *config.options, "--quiet"]))
+        except UserError as exc:
+            raise UserError(f"configuration {label!r}: {exc}") from None
+    results: list[SimulationResult] = []
+    with _progress_bar(args.quiet) as bar:
+        task = bar.add_task("configurations", total=len(runs))
+        for label, run in zip(labels, runs, strict=True):
+            try:
+                results.append(simulation_of(run)[0])
+            except _RUN_ERRORS as exc:
+                raise UserError(f"configuration {label!r}: {_error_text(exc)}") from None
+            bar.advance(task)
+    reports = [result.report.to_json() for result in results]
+    diffs = [job_diff(results[0].records, r.records, args.top) for r in results[1:]]
+    if args.report:
+        document = {
+            "configurations": [
+                {"label": label, "options": list(config.options), "report": report}
+                for label, config, report in zip(labels, configs, reports, strict=True)
+            ],
+            "common_options": list(common),
+            "diffs": [
+                {"base": labels[0], "other": label, **diff_json(diff)}
+                for label, diff in zip(labels[1:], diffs, strict=True)
+            ],
+        }
+        data = orjson.dumps(document, option=orjson.OPT_INDENT_2)
+        _write_outputs([("--report", args.report, lambda path: Path(path).write_bytes(data))])
+    if not args.quiet:
+        _print_comparison(_stdout(), labels, reports, diffs)
+    return 0
+
+
+def _print_comparison(
+    console: Console, labels: Sequence[str], reports: Sequence[Any], diffs: Sequence[JobDiff]
+) -> None:
+    """The figures side by side (ratios to the first), then each per-job diff."""
+    print(f"xce-sched compare: {reports[0]['workload']}")
+    table = Table()
+    table.add_column("figure", style="bold")
+    for index, label in enumerate(labels):
+        table.add_column(label if index == 0 else f"{label} (× first)", justify="right")
+    for name, values, ratios in figure_rows(reports):
+        cells = [_show(values[0])]
+        for value, factor in zip(values[1:], ratios[1:], strict=True):
+            cells.append(_show(value) + ("" if factor is None else f" ({factor:.3g})"))
+        table.add_row(name, *cells)
+    console.print(table)
+    for label, diff in zip(labels[1:], diffs, strict=True):
+        mean = "n/a" if diff.mean_moved_s is None else f"{diff.mean_moved_s:+,.0f} s"
+        print(
+            f"{labels[0]} → {label}: {diff.jobs_moved:,} jobs started at another time "
+            f"(mean {mean}); started in one run only: {len(diff.only_base):,} / "
+            f"{len(diff.only_other):,}"
+        )
+        if not diff.moved:
+            continue
+        moved = Table()
+        for column in ("jobid", "tasks", "submit s", "start s (first)", "start s", "moved s"):
+            moved.add_column(column, justify="right")
+        for job in diff.moved:
+            moved.add_row(
+                str(job.jobid),
+                f"{job.tasks:,}",
+                f"{job.submit_s:,}",
+                f"{job.base_start_s:,}",
+                f"{job.other_start_s:,}",
+                f"{job.moved_s:+,}",
+            )
+        console.print(moved)
+
+
+def sweep_command(args: argparse.Namespace) -> int:
+    """Run ``xce-sched sweep``; exit status 1 when a run failed (its row says why)."""
+    spec_path = Path(args.spec)
+    out = Path(args.out) if args.out else spec_path.with_name(f"{spec_path.stem}.results")
+    if out.exists() and not out.is_dir():
+        raise UserError(f"--out {out}: is not a folder")
+    try:
+        spec = read_spec(spec_path)
+        plan = plan_runs(spec, spec_path.parent)
+    except SweepError as exc:
+        raise UserError(str(exc)) from None
+    except OSError as exc:
+        raise UserError(f"{args.spec}: {exc.strerror or exc}") from None
+    try:
+        with _progress_bar(args.quiet) as bar:
+            task = bar.add_task("runs", total=len(plan))
+            already = sum(stored(out, run) is not None for run in plan)
+            bar.update(task, completed=already)
+            outcome = run_sweep(
+                plan,
+                sweep_run,
+                out,
+                scheduler_address=args.scheduler_address,
+                workers=args.workers,
+                on_done=lambda run, result: bar.advance(task),
+            )
+        table = rows(plan, out)
+        write_tables(table, out)
+    except OSError as exc:
+        raise UserError(f"--out {out}: {exc.strerror or exc}") from None
+    failed = [row for row in table if row["error"]]
+    if not args.quiet:
+        print(
+            f"xce-sched sweep: {args.spec}: {_plural(outcome.runs, 'run')}: "
+            f"{outcome.already_done:,} already done, {outcome.ran:,} run now; "
+            f"table {out / 'results.parquet'} and {out / 'results.csv'}"
+        )
+        _print_sweep(_stdout(), table, list(spec.axes))
+    for row in failed:
+        _say_error(f"run {row['options']}: {row['error']}")
+    return 1 if failed else 0
+
+
+def _print_sweep(console: Console, table: Sequence[dict[str, Any]], axes: Sequence[str]) -> None:
+    """One line per run: its trace, axes and seed, and its main figures."""
+    shown = Table()
+    columns = ["trace", *(column_name(axis) for axis in axes), "seed"]
+    figures = ("mean_wait_s", "mean_bounded_slowdown", "utilization", "makespan_s")
+    for column in columns:
+        shown.add_column(column)
+    for figure in figures:
+        shown.add_column(figure, justify="right")
+    for row in table:
+        cells = [_show(row.get(figure)) for figure in figures]
+        if row["error"]:
+            cells = ["failed", "", "", ""]
+        shown.add_row(*(str(row[column]) for column in columns), *cells)
+    console.print(shown)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of ``xce-sched``; returns (and exits with) the exit status."""
     parser = build_parser()
-    args = parser.parse_args(argv)
+    # compare takes every simulate option as common to its runs: they are checked
+    # with each run's own (simulate_options), so here they are only kept.
+    args, common = parser.parse_known_args(argv)
+    if common and args.command != "compare":
+        parser.error(f"unrecognized arguments: {' '.join(common)}")
     try:
+        if args.command == "compare":
+            return compare_command(args, common)
         if args.command == "explain":
             print(
                 explain_job(
@@ -1314,27 +1654,19 @@ def main(argv: Sequence[str] | None = None) -> int:
             "events": events_command,
             "simulate": simulate,
             "replay": replay_command,
+            "sweep": sweep_command,
         }[args.command]
         return command(args)
-    except ValidationError as exc:  # a value the wire contract refuses
-        got = exc.errors()[0]["input"]
-        _say_error(f"{describe(exc, default=exc.title)} (got {got!r})")
-        return 2
-    except (UserError, SwfError, MappingError, ConfigError, ReplayError, ValueError) as exc:
-        _say_error(str(exc))
-        return 2
-    except PluginError as exc:  # a plugin broke its contract: no result can stand
-        _say_error(str(exc))
-        return 1
     except BrokenPipeError:
         # The reader of stdout went away (| head): say nothing more, as a shell tool
         # killed by SIGPIPE; the files the command writes were written first.
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 128 + 13
-    except OSError as exc:
-        where = f"{exc.filename}: " if exc.filename else ""
-        _say_error(f"{where}{exc.strerror or exc}")
-        return 2
+    except _RUN_ERRORS as exc:
+        _say_error(_error_text(exc))
+        # A plugin that broke its contract: no result can stand (1); else the
+        # user's mistake (2).
+        return 1 if isinstance(exc, PluginError) else 2
     except KeyboardInterrupt:
         print(f"{PROG}: interrupted", file=sys.stderr)
         return 130

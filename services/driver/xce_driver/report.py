@@ -77,7 +77,9 @@ class Report:
     when no job that started had a predicted start (nothing to average).
 
     ``queues``, ``users`` and ``sizes`` give each group's figures, in name order
-    (sizes in size order): see the module docstring.
+    (sizes in size order): see the module docstring. ``load_factor`` is the load
+    factor the workload's submit times were scaled by (``--load-factor``; 1: as
+    written).
     """
 
     workload: str
@@ -117,6 +119,7 @@ class Report:
     bounded_slowdown_percentiles: dict[str, float | None] = field(default_factory=dict)
     queues: dict[str, dict[str, float | int | None]] = field(default_factory=dict)
     sizes: dict[str, dict[str, float | int | None]] = field(default_factory=dict)
+    load_factor: float = 1.0
 
     def to_json(self) -> dict[str, object]:
         """The report as a JSON-ready dict (field order as declared)."""
@@ -152,10 +155,12 @@ def summarize(
     decisions: Mapping[str, int],
     sim_wall_s: float,
     backfill: str = "greedy",
+    load_factor: float = 1.0,
 ) -> Report:
     """Compute the report from every job's record.
 
-    ``backfill`` is the backfill policy the run used, in words (``backfill_label``).
+    ``backfill`` is the backfill policy the run used, in words (``backfill_label``);
+    ``load_factor`` the load factor of its workload (``MappedWorkload.load_factor``).
 
     ``skipped`` is the workload's records skipped, by reason (``MappedWorkload.skipped``);
     ``jobs_total`` counts the workload's records, skipped ones included.
@@ -221,6 +226,7 @@ def summarize(
         bounded_slowdown_percentiles=percentiles(slowdowns, 4),
         queues=breakdown(records, lambda r: r.queue),
         sizes=breakdown(records, lambda r: size_class(r.tasks), by_size=True),
+        load_factor=load_factor,
     )
 
 

@@ -357,7 +357,7 @@ def emulation_report(
 
     Args:
         emulator: its records and stats.
-        workload: the workload it ran (cluster shape, records skipped).
+        workload: the workload it ran (cluster shape, records skipped, load factor).
         source: what the workload came from; policy: the picker's name.
         wall_s: wall time of the run, s.
         backfill: its backfill policy, in words (``report.backfill_label``).
@@ -375,4 +375,5 @@ def emulation_report(
         decisions=stats.decisions,
         sim_wall_s=wall_s,
         backfill=backfill,
+        load_factor=workload.load_factor,
     )

@@ -56,6 +56,17 @@ estimate when no simulated record gives a requested time (field 9).
 A simulated job keeps the trace's job number as its jobid, so results can be compared
 job by job with other simulators.
 
+Load scaling (``load_factor``, ``--load-factor F``): the offered load is made F times
+the trace's by bringing the arrivals F times closer together, as the job-scheduling
+literature usually does: a job submitted ``d`` s after the first known submit time of
+the records simulated is submitted ``floor(d / F)`` s after it, computed exactly (F as
+a fraction, from its decimal text), so the submit order is kept and F = 1 changes
+nothing; the first submit stays where it is. Run times,
+sizes, run limits and everything else stay as they are: F = 1.2 makes the gaps
+1/1.2 as long, F = 0.5 twice as long. F is above 0 and at most ``MAX_LOAD_FACTOR``
+(1,000); the times it stretches (F below 1) are checked against ``MAX_TIME_S`` again.
+The skipped records' known submit times (``SkippedRecord.submit_s``) are scaled alike.
+
 Ceilings, checked before anything is built (a value beyond one is an error naming it):
 
 * hosts: ``MAX_HOSTS`` (1,000,000), whether given or read from the header;
@@ -73,8 +84,10 @@ A job asking for more processors than the cluster has (but not more than
 
 from __future__ import annotations
 
+import math
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
+from fractions import Fraction
 
 from xce_driver.workloads.swf import SWF_FIELDS, SwfError, SwfRecord, SwfTrace, parse_integer
 
@@ -96,6 +109,8 @@ MAX_TIME_S = 10**10
 MAX_ID = 2**64 - 1
 #: Most memory a host offers or a task reserves, MB (2**40 MB, one exabyte).
 MAX_MEM_MB = 2**40
+#: Largest load factor (``load_factor``): arrivals at most 1,000 times closer together.
+MAX_LOAD_FACTOR = 1000
 
 #: Estimate modes: where a job's run limit comes from (see the module docstring).
 ESTIMATE_REQUESTED = "requested"
@@ -255,6 +270,8 @@ class MappedWorkload:
         queues: queue name → priority.
         host_mem_mb: memory of each host, MB (0: not modelled).
         skipped_records: each record skipped, in the workload's order.
+        load_factor: the load factor the submit times were scaled by (1: as in the
+            workload; see the module docstring), for the report.
     """
 
     jobs: tuple[SimJob, ...]
@@ -265,6 +282,85 @@ class MappedWorkload:
     queues: dict[str, int]
     host_mem_mb: float = 0.0
     skipped_records: tuple[SkippedRecord, ...] = ()
+    load_factor: float = 1.0
+
+
+def load_factor_of(value: Fraction | int | float) -> Fraction:
+    """``value`` as the exact load factor: a ``Fraction`` or an int as it is, a float
+    as the decimal it prints as (``1.1`` is 11/10, not its binary approximation).
+
+    Raises:
+        MappingError: ``value`` is not above 0 and at most ``MAX_LOAD_FACTOR`` (nan and
+            the infinities included).
+    """
+    if isinstance(value, float):
+        # repr: the shortest decimal that reads back as the float, the one written.
+        exact = Fraction(repr(value)) if math.isfinite(value) else None
+    else:
+        exact = Fraction(value)
+    if exact is None or not 0 < exact <= MAX_LOAD_FACTOR:
+        raise MappingError(
+            f"load factor {value} is not a number above 0 and at most {MAX_LOAD_FACTOR:,}"
+        )
+    return exact
+
+
+def scale_arrivals(
+    jobs: list[SimJob],
+    skipped_records: list[SkippedRecord],
+    load_factor: Fraction,
+    *,
+    source: str,
+    origin: int = 0,
+) -> tuple[list[SimJob], list[SkippedRecord]]:
+    """Bring the arrivals ``load_factor`` times closer together (the module docstring's
+    load scaling): a submit ``d`` s after the first known submit time (of the jobs and
+    skipped records) becomes ``floor(d / load_factor)`` s after it. The order of
+    ``jobs`` is kept (submit order stays submit order; jobs brought to one second keep
+    the order they had).
+
+    Args:
+        jobs: the jobs, in submit order.
+        skipped_records: the skipped records (their known submit times are scaled).
+        load_factor: above 0 (``load_factor_of``).
+        source: the workload, for messages.
+        origin: epoch second of the workload's time 0 (``UnixStartTime``).
+
+    Returns:
+        The jobs and skipped records, scaled (the same lists when ``load_factor`` is 1).
+
+    Raises:
+        MappingError: a load factor below 1 stretches a job past ``MAX_TIME_S``.
+    """
+    if load_factor == 1:
+        return jobs, skipped_records
+    known = [job.submit_s for job in jobs]
+    known += [r.submit_s for r in skipped_records if r.submit_s is not None]
+    if not known:
+        return jobs, skipped_records
+    first = min(known)
+    num, den = load_factor.numerator, load_factor.denominator
+
+    def scaled(submit: int) -> int:
+        # floor((submit - first) / (num / den)), in integers: exact, for any size.
+        return first + (submit - first) * den // num
+
+    result: list[SimJob] = []
+    for job in jobs:
+        submit = scaled(job.submit_s)
+        if origin + submit + job.run_s >= MAX_TIME_S:
+            raise MappingError(
+                f"{source} (job {job.jobid}): load factor {float(load_factor):g} moves its "
+                f"submit time from {job.submit_s} to {submit} s, and the workload's time 0 "
+                f"({origin}) + submit time + run time ({job.run_s}) must stay below "
+                f"{MAX_TIME_S:,} s (the year 2286)"
+            )
+        result.append(replace(job, submit_s=submit))
+    skipped = [
+        r if r.submit_s is None else replace(r, submit_s=scaled(r.submit_s))
+        for r in skipped_records
+    ]
+    return result, skipped
 
 
 def map_trace(
@@ -277,6 +373,7 @@ def map_trace(
     swf_memory: bool = False,
     host_mem_mb: float = 0.0,
     estimate: str = ESTIMATE_REQUESTED,
+    load_factor: Fraction | int | float = 1,
 ) -> MappedWorkload:
     """Map an SWF trace onto jobs and a cluster (the defaults of this module).
 
@@ -297,6 +394,8 @@ def map_trace(
             ``MAX_MEM_MB``).
         estimate: where run limits come from, one of ``ESTIMATES``: ``requested``
             (field 9 when above 0, else the run time) or ``exact`` (the run time).
+        load_factor: the offered load's multiple (``load_factor_of``): submit gaps
+            are divided by it (see the module docstring); 1 changes nothing.
 
     Raises:
         MappingError: no host count given and none valid in the header; a cluster
@@ -306,27 +405,15 @@ def map_trace(
             reads; a value of a kept record beyond its ceiling, named by file, line
             and field: ``t.swf:12: field 4 (run_time): 9999999999 is too long;
             ...``; an unknown ``estimate``; or a ``queue_map``, ``swf_memory`` or
-            ``exact`` estimate that changes no job; a negative ``max_jobs``.
+            ``exact`` estimate that changes no job; a negative ``max_jobs``; a load
+            factor not above 0 and at most ``MAX_LOAD_FACTOR``, or one below 1 that
+            stretches a job past ``MAX_TIME_S``.
     """
+    factor = load_factor_of(load_factor)
     size_key = None
     if hosts is None:
         hosts, size_key = _header_hosts(trace)
-    if hosts < 1 or slots_per_host < 1:
-        raise MappingError("hosts and slots per host must be at least 1")
-    if max_jobs is not None and max_jobs < 0:  # a slice would drop the last records
-        raise MappingError(f"max jobs {max_jobs} is negative")
-    if hosts > MAX_HOSTS:
-        raise MappingError(f"{hosts:,} hosts is more than the ceiling of {MAX_HOSTS:,}")
-    if slots_per_host > MAX_SLOTS:
-        raise MappingError(
-            f"{slots_per_host:,} slots per host is more than the ceiling of {MAX_SLOTS:,}"
-        )
-    if hosts * slots_per_host > MAX_SLOTS:
-        given = f" (header {size_key})" if size_key else ""
-        raise MappingError(
-            f"{hosts:,} hosts{given} × {slots_per_host:,} slots per host = "
-            f"{hosts * slots_per_host:,} slots, more than the ceiling of {MAX_SLOTS:,}"
-        )
+    check_cluster(hosts, slots_per_host, max_jobs, size_key)
     if estimate not in ESTIMATES:
         raise MappingError(
             f"unknown run-limit estimate {estimate!r}; known: {', '.join(ESTIMATES)}"
@@ -397,6 +484,9 @@ def map_trace(
         _check_effect(
             trace.source, jobs, queue_numbers, queue_map, swf_memory, not requested and not requests
         )
+    jobs, skipped_records = scale_arrivals(
+        jobs, skipped_records, factor, source=trace.source, origin=origin
+    )
     return MappedWorkload(
         jobs=tuple(jobs),
         skipped=skipped,
@@ -406,7 +496,40 @@ def map_trace(
         queues=queues,
         host_mem_mb=host_mem_mb,
         skipped_records=tuple(skipped_records),
+        load_factor=float(factor),
     )
+
+
+def check_cluster(
+    hosts: int, slots_per_host: int, max_jobs: int | None = None, size_key: str | None = None
+) -> None:
+    """Check a cluster shape and a job count against the module's ceilings.
+
+    Args:
+        hosts, slots_per_host: the cluster.
+        max_jobs: the ``max_jobs`` of a mapping, or None.
+        size_key: the header key the host count was read from, named in the message.
+
+    Raises:
+        MappingError: fewer than 1 host or slot per host, a negative ``max_jobs``, or
+            a value beyond ``MAX_HOSTS`` or ``MAX_SLOTS``.
+    """
+    if hosts < 1 or slots_per_host < 1:
+        raise MappingError("hosts and slots per host must be at least 1")
+    if max_jobs is not None and max_jobs < 0:  # a slice would drop the last records
+        raise MappingError(f"max jobs {max_jobs} is negative")
+    if hosts > MAX_HOSTS:
+        raise MappingError(f"{hosts:,} hosts is more than the ceiling of {MAX_HOSTS:,}")
+    if slots_per_host > MAX_SLOTS:
+        raise MappingError(
+            f"{slots_per_host:,} slots per host is more than the ceiling of {MAX_SLOTS:,}"
+        )
+    if hosts * slots_per_host > MAX_SLOTS:
+        given = f" (header {size_key})" if size_key else ""
+        raise MappingError(
+            f"{hosts:,} hosts{given} × {slots_per_host:,} slots per host = "
+            f"{hosts * slots_per_host:,} slots, more than the ceiling of {MAX_SLOTS:,}"
+        )
 
 
 def _header_hosts(trace: SwfTrace) -> tuple[int, str]:
