@@ -1429,7 +1429,7 @@ def test_help_is_plain_text(
     assert code == 0
     assert (
         "xce-sched: the scheduler developer's command line "
-        "(simulate, emulate, replay, events, explain)." in out
+        "(simulate, emulate, replay, events, explain, compare, sweep, plot)." in out
     )
     assert "``" not in out
 
@@ -1444,7 +1444,16 @@ def test_help_lists_every_subcommand_with_its_line(
         if isinstance(action, argparse._SubParsersAction)
     )
     helps = {choice.dest: choice.help for choice in commands._choices_actions}
-    assert sorted(helps) == ["emulate", "events", "explain", "replay", "simulate"]
+    assert sorted(helps) == [
+        "compare",
+        "emulate",
+        "events",
+        "explain",
+        "plot",
+        "replay",
+        "simulate",
+        "sweep",
+    ]
     code, out, _ = run_cli(["--help"], capsys)
     assert code == 0
     listed = {

@@ -6,10 +6,14 @@ paced or paused, verifying every decision, or with alternative events (what-if,
 the event file of a workload, for a what-if.
 
 ``xce-sched simulate`` schedules a whole workload in virtual time and prints what
-happened: a real trace in the Standard Workload Format (``--workload``), or, by
-default, a workload generated from the Lublin-Feitelson model, so it runs anywhere.
+happened: a real trace in the Standard Workload Format (``--workload``), a JSON-lines
+workload whose jobs carry resource requirements (``--workload W.jsonl``,
+``workloads.jsonl``), or, by default, a workload generated from the Lublin-Feitelson
+model, so it runs anywhere; ``--load-factor`` scales its offered load.
 ``xce-sched emulate`` plays the same workload against the live services, and
-``xce-sched explain`` says why a job of a recording was pending.
+``xce-sched explain`` says why a job of a recording was pending. ``simulate --plot``
+and ``--html`` draw the run (``experiments.plots``, ``experiments.html_report``), and
+``xce-sched plot`` draws result files again: per-job CSVs, or a sweep's table.
 
 An option that would change nothing in the combination given is refused, not
 ignored (``_refuse_ignored``), and a file name that is not valid UTF-8 (a valid
@@ -24,7 +28,8 @@ the terminal: piped, nothing is wrapped.
 Ceilings (checked before anything is built): ``--hosts`` 1,000,000 (``MAX_HOSTS``);
 ``--slots-per-host`` and hosts × slots per host 2**31 - 1 (``MAX_SLOTS``);
 ``--round-interval`` 10**9 s; ``--jobs`` 10,000,000; ``--host-mem`` 2**40 MB;
-``--seed`` 2**64 - 1; ``emulate --speed`` 10**9 (``MAX_SPEED``).
+``--seed`` 2**64 - 1; ``emulate --speed`` 10**9 (``MAX_SPEED``); ``--load-factor``
+1,000 (``MAX_LOAD_FACTOR``).
 
 ``xce-sched emulate`` exits 1 when its run fails: NATS cannot be reached,
 ``--timeout`` passed with jobs left, or the core refused jobs of the run (one line
@@ -38,6 +43,7 @@ import asyncio
 import math
 import os
 import re
+import shutil
 import stat
 import sys
 import tempfile
@@ -207,7 +213,9 @@ def _load_factor(text: str) -> Fraction:
     """
     shown = show_text(text)
     if not _DECIMAL.fullmatch(text):
-        raise argparse.ArgumentTypeError(f"{shown} is not a number: it must be {_LOAD_FACTOR_RANGE}")
+        raise argparse.ArgumentTypeError(
+            f"{shown} is not a number: it must be {_LOAD_FACTOR_RANGE}"
+        )
     # The float first: an exponent far out of range is refused without building it.
     if not 0 < float(text) <= MAX_LOAD_FACTOR or not 0 < Fraction(text) <= MAX_LOAD_FACTOR:
         raise argparse.ArgumentTypeError(f"{shown} must be {_LOAD_FACTOR_RANGE}")
@@ -470,6 +478,17 @@ def build_parser(parser_class: type[_Parser] = _Parser) -> argparse.ArgumentPars
         metavar="N",
         help="with --record, a SNAPSHOT every N events (default 0: only the first)",
     )
+    sim.add_argument(
+        "--plot",
+        metavar="DIR",
+        help="draw the run's figures into DIR, made if missing (PNG and SVG: utilization, "
+        "wait_cdf, slowdown_by_size, gantt)",
+    )
+    sim.add_argument(
+        "--html",
+        metavar="OUT.html",
+        help="write one self-contained HTML page: the summary and the figures",
+    )
     sim.add_argument("--quiet", action="store_true", help="print no summary table")
 
     emu = commands.add_parser(
@@ -588,6 +607,7 @@ def build_parser(parser_class: type[_Parser] = _Parser) -> argparse.ArgumentPars
         "its per-job CSV)",
     )
     _add_experiment_commands(commands)
+    _add_plot_command(commands)
     parser.description = f"{DESCRIPTION} ({', '.join(commands.choices)})."
     return parser
 
@@ -740,8 +760,12 @@ def _load_workload(args: argparse.Namespace) -> tuple[MappedWorkload, str]:
 
     The generated workload's cluster is ``--hosts`` (default 128) hosts of
     ``--slots-per-host`` slots, and its model is generated for that many processors
-    (hosts × slots); a trace's cluster is ``--hosts`` or its header's machine size.
+    (hosts × slots); a trace's cluster is ``--hosts`` or its header's machine size;
+    a JSON-lines workload's (``.jsonl``, ``.jsonl.gz``) is ``--hosts`` (``_load_jsonl``).
+    ``--load-factor`` scales the submit gaps of each (``mapping.scale_arrivals``).
     """
+    if _is_jsonl(args):
+        return _load_jsonl(args)
     queue_map = None
     if args.swf_queues is not None:
         try:
@@ -782,6 +806,7 @@ def _load_workload(args: argparse.Namespace) -> tuple[MappedWorkload, str]:
         swf_memory=args.swf_memory,
         host_mem_mb=float(args.host_mem),
         estimate=args.swf_estimate,
+        load_factor=_load_factor_given(args),
     )
     if not workload.jobs:  # every record skipped: a simulation of nothing again
         skipped = _plural(sum(workload.skipped.values()), "record")
@@ -790,6 +815,63 @@ def _load_workload(args: argparse.Namespace) -> tuple[MappedWorkload, str]:
             f"({skipped} skipped: {_by_reason(workload.skipped)})"
         )
     return workload, trace.source
+
+
+def _is_jsonl(args: argparse.Namespace) -> bool:
+    """Whether ``--workload`` names a JSON-lines workload (``.jsonl``, ``.jsonl.gz``)."""
+    return args.workload is not None and is_jsonl(args.workload)
+
+
+def _load_factor_given(args: argparse.Namespace) -> Fraction:
+    """``--load-factor``, 1 when not given."""
+    return Fraction(1) if args.load_factor is None else Fraction(args.load_factor)
+
+
+#: The SWF options a JSON-lines workload refuses, with what it has instead.
+_NOT_FOR_JSONL = (
+    ("--swf-memory", "swf_memory", "its jobs reserve memory in their resreq (rusage[mem=...])"),
+    ("--swf-queues", "swf_queues", "each job names its queue (field queue)"),
+    ("--jobs", "jobs", "it sizes the generated workload; use --max-jobs"),
+)
+
+
+def _load_jsonl(args: argparse.Namespace) -> tuple[MappedWorkload, str]:
+    """The JSON-lines workload of ``--workload`` (``workloads.jsonl.read_jsonl``) on
+    ``--hosts`` hosts of ``--slots-per-host`` slots and ``--host-mem`` MB.
+
+    Raises:
+        UserError: no ``--hosts`` (the file has no header giving a machine size), or
+            an SWF option that would change nothing (``--swf-memory``, ``--swf-queues``,
+            ``--swf-estimate exact``) or ``--jobs``.
+        JsonlError, MappingError: as ``read_jsonl`` (one line naming file, line and field).
+    """
+    where = printable(args.workload)
+    for option, name, why in _NOT_FOR_JSONL:
+        if getattr(args, name) not in (None, False):
+            raise UserError(f"{option} is not for a JSON-lines workload ({where}): {why}")
+    if args.swf_estimate == ESTIMATE_EXACT:
+        raise UserError(
+            f"--swf-estimate exact is not for a JSON-lines workload ({where}): each job "
+            "gives its own run limit (field run_limit_s)"
+        )
+    if args.hosts is None:
+        raise UserError(
+            f"--hosts N is required with a JSON-lines workload ({where}): it gives no machine size"
+        )
+    if args.hosts * args.slots_per_host > MAX_SLOTS:
+        raise UserError(
+            f"--hosts × --slots-per-host: {args.hosts:,} × {args.slots_per_host:,} = "
+            f"{args.hosts * args.slots_per_host:,} slots, more than the ceiling of {MAX_SLOTS:,}"
+        )
+    workload = read_jsonl(
+        args.workload,
+        hosts=args.hosts,
+        slots_per_host=args.slots_per_host,
+        host_mem_mb=float(args.host_mem),
+        max_jobs=args.max_jobs,
+        load_factor=_load_factor_given(args),
+    )
+    return workload, where
 
 
 def _seed(args: argparse.Namespace) -> int:
@@ -918,6 +1000,9 @@ def _summary_rows(
         ("decisions", ", ".join(f"{op} {n:,}" for op, n in report.decisions.items())),
         (wall_label, f"{report.sim_wall_s:.2f} s"),
     ]
+    if report.load_factor != 1:  # after the cluster: what load it was offered
+        factor = f"{report.load_factor:g}"
+        rows.insert(3, ("load factor", f"{factor} (arrivals 1/{factor} as far apart)"))
     if predictions:
         rows.insert(
             -2, ("predicted starts: jobs / mean abs error / mean error", _predictions(report))
@@ -1038,6 +1123,12 @@ def simulation_of(args: argparse.Namespace) -> tuple[SimulationResult, MappedWor
 
 def simulate(args: argparse.Namespace) -> int:
     """Run ``xce-sched simulate``; returns the exit status."""
+    _check_figure_outputs(
+        "--plot",
+        args.plot,
+        args.html,
+        [("--record", args.record), ("--report", args.report), ("--jobs-out", args.jobs_out)],
+    )
     result, workload = simulation_of(args)
     report = result.report
     outputs: list[Output] = []
@@ -1048,10 +1139,103 @@ def simulate(args: argparse.Namespace) -> int:
         records = result.records.values()
         write = partial(write_jobs_csv, records, skipped=workload.skipped_records)
         outputs.append(("--jobs-out", args.jobs_out, write))
-    _write_outputs(outputs)
+    # The figures are drawn in a scratch folder, then copied with the other outputs,
+    # all or none (--html alone draws them only to embed them).
+    with tempfile.TemporaryDirectory(prefix="xce-sched-plot-") as scratch:
+        if args.plot or args.html:
+            outputs += _simulation_figures(args, result, Path(scratch))
+        _write_outputs(outputs)
     if not args.quiet:
         _print_summary(_stdout(), report)
     return 0
+
+
+def _check_figure_outputs(
+    option: str, folder: str | None, html: str | None, others: Sequence[tuple[str, str | None]]
+) -> None:
+    """Refuse, before any work, a figures folder (``option``) that is a file or
+    under a missing folder (a missing folder itself is made), and an ``--html`` that
+    cannot be written (``_check_outputs``), or that names one of ``others``' files.
+    An ``--html`` inside the figures folder is fine while that folder is missing.
+
+    Raises:
+        UserError: naming the option and the path.
+    """
+    if folder is not None:
+        target = Path(folder)
+        if target.exists() and not target.is_dir():
+            raise UserError(f"{option} {folder}: is not a folder")
+        if not target.exists() and not target.parent.is_dir():
+            raise UserError(f"{option} {folder}: folder {target.parent} does not exist")
+    if html is None:
+        return
+    inside = folder is not None and os.path.abspath(Path(html).parent) == os.path.abspath(folder)
+    if inside and not Path(html).parent.exists():
+        return
+    _check_outputs([("--html", html)], others)
+
+
+def _figure_outputs(
+    option: str,
+    folder: str | None,
+    html: str | None,
+    figures: Sequence[Path],
+    page: tuple[str, Sequence[Any], Sequence[str]],
+) -> list[Output]:
+    """The outputs that copy the ``figures`` drawn into ``folder`` (made now when
+    missing; ``option`` names it) and write ``html``, the page (title, tables,
+    notes) with every PNG of ``figures``."""
+    from xce_driver.experiments.html_report import write_html
+
+    outputs: list[Output] = []
+    if folder is not None:
+        with _writing(option, folder):
+            Path(folder).mkdir(exist_ok=True)
+        for figure in figures:
+            outputs.append(
+                (option, str(Path(folder) / figure.name), partial(shutil.copyfile, figure))
+            )
+    if html is not None:
+        title, tables, notes = page
+        pngs = [figure for figure in figures if figure.suffix == ".png"]
+        outputs.append(
+            ("--html", html, lambda path: write_html(Path(path), title, tables, pngs, notes))
+        )
+    return outputs
+
+
+def _simulation_figures(
+    args: argparse.Namespace, result: SimulationResult, scratch: Path
+) -> list[Output]:
+    """Draw a simulation's figures in ``scratch``: the outputs of ``--plot`` and
+    ``--html`` (the summary table, the figures by job size, the figures)."""
+    # matplotlib takes a third of a second to import: only a command that draws loads it.
+    from xce_driver.experiments.plots import run_figures
+
+    report = result.report
+    label = report.policy + ("" if report.backfill == "greedy" else f", {report.backfill}")
+    figures = run_figures({label: list(result.records.values())}, report.slots, scratch)
+    sizes = [
+        [
+            name,
+            *(group[key] for key in ("jobs", "mean_wait_s", "p90_wait_s", "mean_bounded_slowdown")),
+        ]
+        for name, group in report.sizes.items()
+    ]
+    tables = [
+        ("summary", ["figure", "value"], _summary_rows(report, "simulation wall time")),
+        (
+            "by job size (slots)",
+            ["size", "jobs", "mean wait (s)", "p90 wait (s)", "mean bounded slowdown"],
+            sizes,
+        ),
+    ]
+    page: tuple[str, Sequence[Any], Sequence[str]] = (
+        f"xce-sched simulate: {report.workload}",
+        tables,
+        [],
+    )
+    return _figure_outputs("--plot", args.plot, args.html, figures, page)
 
 
 def _say_error(message: str) -> None:
@@ -1397,6 +1581,7 @@ def _add_experiment_commands(commands: Any) -> None:
         help="jobs listed whose start moved most, per configuration (default 10)",
     )
     cmp.add_argument("--report", metavar="OUT.json", help="write every report and diff as JSON")
+    _add_figure_options(cmp, "the configurations' figures together")
     cmp.add_argument("--quiet", action="store_true", help="print no tables")
     swp = commands.add_parser(
         "sweep",
@@ -1424,7 +1609,18 @@ def _add_experiment_commands(commands: Any) -> None:
         metavar="ADDR",
         help="run on this existing Dask cluster (tcp://host:8786) instead of a local one",
     )
+    _add_figure_options(swp, "each figure against the first axis that varies")
     swp.add_argument("--quiet", action="store_true", help="print no progress or table")
+
+
+def _add_figure_options(sub: argparse.ArgumentParser, what: str) -> None:
+    """``--plot DIR`` and ``--html FILE`` of ``compare`` and ``sweep``."""
+    sub.add_argument("--plot", metavar="DIR", help=f"draw {what} (PNG and SVG) into DIR")
+    sub.add_argument(
+        "--html",
+        metavar="OUT.html",
+        help="write one self-contained page: the tables and the figures",
+    )
 
 
 def simulate_options(options: Sequence[str]) -> argparse.Namespace:
@@ -1486,6 +1682,7 @@ def _show(value: object) -> str:
 
 def compare_command(args: argparse.Namespace, common: Sequence[str]) -> int:
     """Run ``xce-sched compare``: ``common`` are the simulate options of every run."""
+    _check_figure_outputs("--plot", args.plot, args.html, [("--report", args.report)])
     _check_outputs([("--report", args.report)])
     try:
         configs = configurations(args.config, args.vary)
@@ -1509,6 +1706,8 @@ def compare_command(args: argparse.Namespace, common: Sequence[str]) -> int:
             bar.advance(task)
     reports = [result.report.to_json() for result in results]
     diffs = [job_diff(results[0].records, r.records, args.top) for r in results[1:]]
+    tables = _comparison_tables(labels, reports, diffs)
+    outputs: list[Output] = []
     if args.report:
         document = {
             "configurations": [
@@ -1522,49 +1721,108 @@ def compare_command(args: argparse.Namespace, common: Sequence[str]) -> int:
             ],
         }
         data = orjson.dumps(document, option=orjson.OPT_INDENT_2)
-        _write_outputs([("--report", args.report, lambda path: Path(path).write_bytes(data))])
+        outputs.append(("--report", args.report, lambda path: Path(path).write_bytes(data)))
+    with tempfile.TemporaryDirectory(prefix="xce-sched-plot-") as scratch:
+        if args.plot or args.html:
+            outputs += _comparison_figures(args, labels, results, tables, Path(scratch))
+        _write_outputs(outputs)
     if not args.quiet:
-        _print_comparison(_stdout(), labels, reports, diffs)
+        print(f"xce-sched compare: {reports[0]['workload']}")
+        for caption, header, rows in tables:
+            _print_table(_stdout(), caption, header, rows)
     return 0
 
 
-def _print_comparison(
-    console: Console, labels: Sequence[str], reports: Sequence[Any], diffs: Sequence[JobDiff]
-) -> None:
+def _comparison_figures(
+    args: argparse.Namespace,
+    labels: Sequence[str],
+    results: Sequence[SimulationResult],
+    tables: Sequence[TableData],
+    scratch: Path,
+) -> list[Output]:
+    """Draw a comparison's figures in ``scratch``: the outputs of ``--plot`` and
+    ``--html`` (the tables, then the figures).
+
+    Raises:
+        UserError: the configurations ran on clusters of different sizes.
+    """
+    from xce_driver.experiments.plots import run_figures  # matplotlib: only to draw
+
+    slots = {result.report.slots for result in results}
+    if len(slots) > 1:
+        raise UserError(
+            "--plot and --html need one cluster: the configurations ran on "
+            f"{', '.join(f'{n:,}' for n in sorted(slots))} slots"
+        )
+    records = {
+        label: list(result.records.values()) for label, result in zip(labels, results, strict=True)
+    }
+    figures = run_figures(records, slots.pop(), scratch)
+    page: tuple[str, Sequence[Any], Sequence[str]] = (
+        f"xce-sched compare: {results[0].report.workload}",
+        tables,
+        [],
+    )
+    return _figure_outputs("--plot", args.plot, args.html, figures, page)
+
+
+#: A cell that is a figure: a number (with separators, a sign, a unit, a ratio) or n/a.
+_FIGURE = re.compile(r"n/a$|[-+]?[0-9.,]+(e[-+]?[0-9]+)?( s)?( \([0-9.e+-]+\))?$|$")
+#: A table to print or to put in the HTML page: caption, header, rows.
+TableData = tuple[str, list[str], list[list[object]]]
+
+
+def _comparison_tables(
+    labels: Sequence[str], reports: Sequence[Any], diffs: Sequence[JobDiff]
+) -> list[TableData]:
     """The figures side by side (ratios to the first), then each per-job diff."""
-    print(f"xce-sched compare: {reports[0]['workload']}")
-    table = Table()
-    table.add_column("figure", style="bold")
-    for index, label in enumerate(labels):
-        table.add_column(label if index == 0 else f"{label} (× first)", justify="right")
+    header = ["figure", *(f"{label} (× first)" if i else label for i, label in enumerate(labels))]
+    figures: list[list[object]] = []
     for name, values, ratios in figure_rows(reports):
-        cells = [_show(values[0])]
+        cells: list[object] = [name, _show(values[0])]
         for value, factor in zip(values[1:], ratios[1:], strict=True):
             cells.append(_show(value) + ("" if factor is None else f" ({factor:.3g})"))
-        table.add_row(name, *cells)
-    console.print(table)
+        figures.append(cells)
+    tables: list[TableData] = [("figures", header, figures)]
     for label, diff in zip(labels[1:], diffs, strict=True):
         mean = "n/a" if diff.mean_moved_s is None else f"{diff.mean_moved_s:+,.0f} s"
-        print(
+        caption = (
             f"{labels[0]} → {label}: {diff.jobs_moved:,} jobs started at another time "
             f"(mean {mean}); started in one run only: {len(diff.only_base):,} / "
             f"{len(diff.only_other):,}"
         )
-        if not diff.moved:
-            continue
-        moved = Table()
-        for column in ("jobid", "tasks", "submit s", "start s (first)", "start s", "moved s"):
-            moved.add_column(column, justify="right")
-        for job in diff.moved:
-            moved.add_row(
-                str(job.jobid),
+        moved: list[list[object]] = [
+            [
+                job.jobid,
                 f"{job.tasks:,}",
                 f"{job.submit_s:,}",
                 f"{job.base_start_s:,}",
                 f"{job.other_start_s:,}",
                 f"{job.moved_s:+,}",
-            )
-        console.print(moved)
+            ]
+            for job in diff.moved
+        ]
+        columns = ["jobid", "tasks", "submit s", f"start s ({labels[0]})", "start s", "moved s"]
+        tables.append((caption, columns, moved))
+    return tables
+
+
+def _print_table(
+    console: Console, caption: str, header: Sequence[str], rows: Sequence[Sequence[object]]
+) -> None:
+    """A table on the console: its caption on a line of its own (a table wraps its
+    title to its width), then the table when it has rows; a column of figures
+    (numbers, n/a, ratios) right-aligned."""
+    print(caption)
+    if not rows:
+        return
+    table = Table()
+    for index, column in enumerate(header):
+        figures = all(_FIGURE.match(str(row[index])) for row in rows)
+        table.add_column(column, justify="right" if figures else "left")
+    for row in rows:
+        table.add_row(*(str(cell) for cell in row))
+    console.print(table)
 
 
 def sweep_command(args: argparse.Namespace) -> int:
@@ -1573,6 +1831,7 @@ def sweep_command(args: argparse.Namespace) -> int:
     out = Path(args.out) if args.out else spec_path.with_name(f"{spec_path.stem}.results")
     if out.exists() and not out.is_dir():
         raise UserError(f"--out {out}: is not a folder")
+    _check_figure_outputs("--plot", args.plot, args.html, [("SPEC", args.spec)])
     try:
         spec = read_spec(spec_path)
         plan = plan_runs(spec, spec_path.parent)
@@ -1598,33 +1857,105 @@ def sweep_command(args: argparse.Namespace) -> int:
     except OSError as exc:
         raise UserError(f"--out {out}: {exc.strerror or exc}") from None
     failed = [row for row in table if row["error"]]
+    summary = (
+        f"xce-sched sweep: {args.spec}: {_plural(outcome.runs, 'run')}: "
+        f"{outcome.already_done:,} already done, {outcome.ran:,} run now; "
+        f"table {out / 'results.parquet'} and {out / 'results.csv'}"
+    )
+    runs = _sweep_table(table, list(spec.axes))
+    with tempfile.TemporaryDirectory(prefix="xce-sched-plot-") as scratch:
+        if args.plot or args.html:
+            from xce_driver.experiments.plots import ResultError, plot_results
+
+            try:  # what xce-sched plot draws of the table
+                drawn = plot_results([out / "results.parquet"], Path(scratch))
+            except ResultError as exc:
+                raise UserError(f"--plot/--html: {exc}") from None
+            page = (summary, [runs, *drawn.tables[1:]], drawn.notes)
+            _write_outputs(_figure_outputs("--plot", args.plot, args.html, drawn.figures, page))
     if not args.quiet:
-        print(
-            f"xce-sched sweep: {args.spec}: {_plural(outcome.runs, 'run')}: "
-            f"{outcome.already_done:,} already done, {outcome.ran:,} run now; "
-            f"table {out / 'results.parquet'} and {out / 'results.csv'}"
-        )
-        _print_sweep(_stdout(), table, list(spec.axes))
+        print(summary)
+        _print_table(_stdout(), *runs)
     for row in failed:
         _say_error(f"run {row['options']}: {row['error']}")
     return 1 if failed else 0
 
 
-def _print_sweep(console: Console, table: Sequence[dict[str, Any]], axes: Sequence[str]) -> None:
+def _sweep_table(table: Sequence[dict[str, Any]], axes: Sequence[str]) -> TableData:
     """One line per run: its trace, axes and seed, and its main figures."""
-    shown = Table()
     columns = ["trace", *(column_name(axis) for axis in axes), "seed"]
     figures = ("mean_wait_s", "mean_bounded_slowdown", "utilization", "makespan_s")
-    for column in columns:
-        shown.add_column(column)
-    for figure in figures:
-        shown.add_column(figure, justify="right")
+    shown: list[list[object]] = []
     for row in table:
         cells = [_show(row.get(figure)) for figure in figures]
         if row["error"]:
             cells = ["failed", "", "", ""]
-        shown.add_row(*(str(row[column]) for column in columns), *cells)
-    console.print(shown)
+        shown.append([*(row[column] for column in columns), *cells])
+    return ("runs", [*columns, *figures], shown)
+
+
+def _add_plot_command(commands: Any) -> None:
+    """The ``plot`` subcommand (``xce_driver.experiments.plots``)."""
+    plot = commands.add_parser(
+        "plot",
+        help="draw result files as figures: simulate's per-job CSVs, or a sweep's table",
+        description="Draw results as PNG and SVG figures (and one HTML page): per-job "
+        "CSVs written by simulate --jobs-out, drawn together, each labelled by its file "
+        "name, or one sweep table (results.parquet or results.csv of xce-sched sweep), "
+        "each metric against one configuration column. A per-job CSV says for how long a "
+        "job was suspended, not when: its utilization and queue figures count a "
+        "suspended job as running (waits and slowdowns are exact); skipped records' rows "
+        "are left out.",
+    )
+    plot.add_argument(
+        "results",
+        nargs="+",
+        metavar="RESULT",
+        help="per-job CSVs (simulate --jobs-out), or one sweep table (.parquet or .csv)",
+    )
+    plot.add_argument(
+        "--out", required=True, metavar="DIR", help="the figures' folder, made if missing"
+    )
+    plot.add_argument(
+        "--slots",
+        type=_whole(1, MAX_SLOTS, " slots"),
+        metavar="N",
+        help="the cluster's slots, needed with per-job CSVs (simulate's summary gives them)",
+    )
+    plot.add_argument("--html", metavar="OUT.html", help="also write one self-contained HTML page")
+    plot.add_argument(
+        "--axis",
+        metavar="NAME",
+        help="sweep table: the column on the x axis (default: the first configuration "
+        "column that takes more than one value, seed and trace aside)",
+    )
+
+
+def plot_command(args: argparse.Namespace) -> int:
+    """Run ``xce-sched plot``: draw the result files into ``--out``; returns 0."""
+    from xce_driver.experiments.plots import plot_results
+
+    for result in args.results:
+        path = Path(result)
+        if not path.is_file():
+            raise UserError(f"{result}: {'is a directory' if path.is_dir() else 'no such file'}")
+    _check_figure_outputs(
+        "--out", args.out, args.html, [("RESULT", result) for result in args.results]
+    )
+    with tempfile.TemporaryDirectory(prefix="xce-sched-plot-") as scratch:
+        drawn = plot_results(
+            [Path(result) for result in args.results],
+            Path(scratch),
+            slots=args.slots,
+            axis=args.axis,
+        )
+        page = (drawn.title, drawn.tables, drawn.notes)
+        _write_outputs(_figure_outputs("--out", args.out, args.html, drawn.figures, page))
+    print(
+        f"xce-sched plot: {len(drawn.figures) // 2} figures (PNG and SVG) in "
+        f"{printable(args.out)}" + (f", page {printable(args.html)}" if args.html else "")
+    )
+    return 0
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -1655,6 +1986,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             "simulate": simulate,
             "replay": replay_command,
             "sweep": sweep_command,
+            "plot": plot_command,
         }[args.command]
         return command(args)
     except BrokenPipeError:

@@ -23,7 +23,15 @@ from xce_driver.emulator import JobRecord
 
 #: Options a configuration may not set: the outputs of a single run, which a
 #: comparison writes for all of them its own way.
-PER_RUN_OUTPUTS = ("--record", "--record-snapshot-interval", "--report", "--jobs-out", "--quiet")
+PER_RUN_OUTPUTS = (
+    "--record",
+    "--record-snapshot-interval",
+    "--report",
+    "--jobs-out",
+    "--plot",
+    "--html",
+    "--quiet",
+)
 
 
 class CompareError(ValueError):
@@ -95,7 +103,7 @@ def configurations(configs: Sequence[str], vary: Sequence[str]) -> list[Configur
 
 
 #: Report fields that are not figures of the run (they say what ran).
-_NOT_FIGURES = ("workload", "policy", "backfill")
+_NOT_FIGURES = ("workload", "policy", "backfill", "load_factor")
 #: Report fields that hold groups (per user, queue, size), left to the JSON report.
 _GROUPS = ("users", "queues", "sizes")
 
@@ -104,8 +112,8 @@ def scalar_figures(report: Mapping[str, object]) -> dict[str, object]:
     """The figures of a report (``Report.to_json``) as one flat mapping: scalars as
     they are, the small tables flattened with dots (``wait_percentiles_s.p90``,
     ``decisions.DISPATCH``, ``jobs_skipped_by_reason.no_processors``); the groups
-    (users, queues, sizes) and what says what ran (workload, policy, backfill)
-    left out."""
+    (users, queues, sizes) and what says what ran (workload, policy, backfill,
+    load factor) left out."""
     out: dict[str, object] = {}
     for name, value in report.items():
         if name in _NOT_FIGURES or name in _GROUPS:

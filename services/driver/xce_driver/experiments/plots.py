@@ -46,13 +46,15 @@ context (``_drawing``), so two threads drawing at once cannot mix their settings
 
 from __future__ import annotations
 
+import csv
 import math
 import re
 import statistics
 import threading
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from pathlib import Path
+from dataclasses import dataclass, fields
+from pathlib import Path, PurePath
 
 import matplotlib
 import matplotlib.style
@@ -63,6 +65,7 @@ from matplotlib.ticker import PercentFormatter
 
 from xce_driver.emulator import JobRecord
 from xce_driver.metrics import SLOWDOWN_BOUND_S, breakdown, size_class, time_series, wait_s
+from xce_driver.report import Report
 
 #: Resolution of the PNG files, dots per inch.
 DPI = 100
@@ -154,12 +157,17 @@ def utilization_figure(
 ) -> Figure:
     """The ``utilization`` figure: utilization (top, 0 to 1 shown as %) and pending
     jobs (bottom) over time, one step line per configuration, values exactly those
-    of ``metrics.time_series(records, slots, interval_s)``.
+    of ``metrics.time_series(records, slots, interval_s)``. Without ``interval_s``,
+    several runs are sampled on one step: the largest of ``metrics``' defaults.
 
     Raises:
         ValueError: no runs, ``slots`` or ``interval_s`` below 1.
     """
     _runs_checked(runs)
+    if interval_s is None and len(runs) > 1:
+        # One sample grid for all: metrics' default step of the longest run.
+        spans = [time_series(records, slots) for records in runs.values()]
+        interval_s = max(ts.interval_s for ts in spans)
     series = {label: time_series(records, slots, interval_s) for label, records in runs.items()}
     times = [t for ts in series.values() for t in ts.t_s]
     divisor, unit = _time_unit(max(times) - min(times) if times else 0)
@@ -376,8 +384,8 @@ def _gantt_panel(
         height = 1.0 / len(free_at[host])
         y0 = row[host] + lane * height
         y1 = y0 + height * 0.9
-        for a, b in _running(r, w1):
-            a, b = max(a, w0) / divisor, min(b, w1) / divisor
+        for since, until in _running(r, w1):
+            a, b = max(since, w0) / divisor, min(until, w1) / divisor
             if b > a:
                 verts.append([(a, y0), (b, y0), (b, y1), (a, y1)])
                 colors.append(cmap(r.jobid % 20))
@@ -427,7 +435,8 @@ def gantt_figure(
     axes = figure.subplots(len(labels), 1, sharex=True, squeeze=False)[:, 0]
     left_out = len(runs) - len(labels)
     figure.suptitle(
-        f"Jobs on hosts from {window[0]:,} to {window[1]:,} s ({how})"
+        f"Jobs on hosts from {window[0]:,} to {window[1]:,} s, day {window[0] / 86400:,.1f} to "
+        f"{window[1] / 86400:,.1f} ({how})"
         + (f"; {left_out} more configuration(s) not drawn" if left_out else "")
     )
     for ax, label in zip(axes, labels, strict=True):
@@ -468,14 +477,10 @@ def run_figures(
     out_dir.mkdir(parents=True, exist_ok=True)
     written: list[Path] = []
     with _drawing():
-        builders = (
-            ("utilization", lambda: utilization_figure(runs, slots, interval_s)),
-            ("wait_cdf", lambda: wait_cdf_figure(runs)),
-            ("slowdown_by_size", lambda: slowdown_by_size_figure(runs)),
-            ("gantt", lambda: gantt_figure(runs, slots, gantt_window)),
-        )
-        for name, build in builders:
-            written += save(build(), out_dir, name)
+        written += save(utilization_figure(runs, slots, interval_s), out_dir, "utilization")
+        written += save(wait_cdf_figure(runs), out_dir, "wait_cdf")
+        written += save(slowdown_by_size_figure(runs), out_dir, "slowdown_by_size")
+        written += save(gantt_figure(runs, slots, gantt_window), out_dir, "gantt")
     return written
 
 
@@ -549,13 +554,16 @@ def sweep_figure(
     axes = figure.subplots(nrows, ncols, squeeze=False).ravel()
     figure.suptitle(f"{metric} against {axis} (mean over the other columns; bars: min to max)")
     for ax, trace in zip(axes, traces, strict=False):
-        for by_line, points in grouped[trace].items():
+        lines = grouped[trace]
+        for index, (by_line, points) in enumerate(lines.items()):
             order = sorted(points, key=lambda x: position[x])
             means = [statistics.fmean(points[x]) for x in order]
             low = [m - min(points[x]) for m, x in zip(means, order, strict=True)]
             high = [max(points[x]) - m for m, x in zip(means, order, strict=True)]
+            # Lines side by side on a categorical axis, so error bars do not hide each other.
+            dodge = 0.0 if numeric else 0.03 * (index - (len(lines) - 1) / 2)
             ax.errorbar(
-                [position[x] for x in order],
+                [position[x] + dodge for x in order],
                 means,
                 yerr=[low, high],
                 marker="o",
@@ -567,7 +575,7 @@ def sweep_figure(
         if not numeric:
             ax.set_xticks(list(position.values()), [str(x) for x in position])
         if len(traces) > 1 or trace not in ("", None):
-            ax.set_title(f"trace={trace}", loc="left")
+            ax.set_title(f"trace={PurePath(str(trace)).name}", loc="left")
         ax.set_xlabel(axis)
         ax.set_ylabel(metric)
         ax.legend()
@@ -611,3 +619,343 @@ def sweep_figures(
         for metric, figure in figures:
             written += save(figure, out_dir, f"sweep_{_file_part(metric)}_vs_{_file_part(axis)}")
     return written
+
+
+# The plot command's inputs: per-job CSVs and sweep tables.
+
+
+class ResultError(ValueError):
+    """A result file that cannot be drawn, or options that do not fit it; one line
+    naming the file (and its line and column) or the option."""
+
+
+#: Columns a per-job CSV (``simulate --jobs-out``) must have to be drawn; the other
+#: ``report.CSV_COLUMNS`` are read when present (older files lack some).
+JOBS_CSV_NEEDS = ("jobid", "submit_s", "start_s", "end_s", "tasks", "hosts", "rejected")
+#: Columns of a sweep table that are neither a configuration nor a figure.
+_SWEEP_BOOKKEEPING = ("key", "trace", "trace_sha256", "seed", "options", "error", "wall_s")
+_WHOLE = re.compile(r"-?[0-9]+")
+_DECIMAL = re.compile(r"[-+]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][-+]?[0-9]+)?")
+
+
+def _whole(path: Path, line: int, column: str, text: str, *, empty: int | None = None) -> int:
+    if not text and empty is not None:
+        return empty
+    if not _WHOLE.fullmatch(text):
+        raise ResultError(f"{path} line {line}, column {column}: {text!r} is not a whole number")
+    return int(text)
+
+
+def _maybe_whole(path: Path, line: int, column: str, text: str) -> int | None:
+    return None if not text else _whole(path, line, column, text)
+
+
+def read_jobs_csv(path: Path) -> list[JobRecord]:
+    """The job records of a per-job CSV written by ``simulate --jobs-out``.
+
+    Skipped records' rows are left out. The CSV does not hold when a job was
+    suspended, only for how long (``suspended_s``): a rebuilt record has no
+    ``suspensions``, so its time series count a suspended job as running (a job
+    left suspended, as running to the end), while its wait and bounded slowdown
+    are exact.
+
+    Raises:
+        ResultError: no header, a needed column missing (``JOBS_CSV_NEEDS``, named),
+            a row of another length or a non-number in a number column (file, line
+            and column named).
+        OSError: the file cannot be read.
+    """
+    with open(path, newline="", encoding="utf-8", errors="replace") as handle:
+        reader = csv.reader(handle)
+        header = next(reader, None)
+        if header is None:
+            raise ResultError(f"{path}: empty, not a per-job CSV of simulate --jobs-out")
+        missing = [name for name in JOBS_CSV_NEEDS if name not in header]
+        if missing:
+            raise ResultError(
+                f"{path}: not a per-job CSV of simulate --jobs-out: no column {', '.join(missing)}"
+            )
+        index = {name: i for i, name in enumerate(header)}
+        records = []
+        for row in reader:
+            line = reader.line_num
+            if len(row) != len(header):
+                raise ResultError(
+                    f"{path} line {line}: {len(row)} fields where the header has {len(header)}"
+                )
+
+            def cell(name: str, row: list[str] = row) -> str:
+                return row[index[name]].strip() if name in index else ""
+
+            if cell("skipped"):
+                continue
+            status = cell("status")
+            times_suspended = _whole(
+                path, line, "times_suspended", cell("times_suspended"), empty=0
+            )
+            suspended_s = _whole(path, line, "suspended_s", cell("suspended_s"), empty=0)
+            if status == "suspended":
+                times_suspended = max(times_suspended, 1)
+            killed = _whole(path, line, "killed_by_runlimit", cell("killed_by_runlimit"), empty=0)
+            records.append(
+                JobRecord(
+                    jobid=_whole(path, line, "jobid", cell("jobid")),
+                    submit_s=_whole(path, line, "submit_s", cell("submit_s")),
+                    run_s=0,
+                    tasks=_whole(path, line, "tasks", cell("tasks")),
+                    start_s=_maybe_whole(path, line, "start_s", cell("start_s")),
+                    end_s=_maybe_whole(path, line, "end_s", cell("end_s")),
+                    hosts=tuple(cell("hosts").split()),
+                    rejected=bool(cell("rejected")),
+                    rejected_reason=cell("rejected"),
+                    times_suspended=times_suspended,
+                    times_resumed=times_suspended - (status == "suspended"),
+                    suspended_s=suspended_s,
+                    killed_by_runlimit=bool(killed),
+                    run_limit_s=_maybe_whole(path, line, "run_limit_s", cell("run_limit_s")),
+                    first_predicted_start_s=_maybe_whole(
+                        path, line, "first_predicted_start_s", cell("first_predicted_start_s")
+                    ),
+                    user=cell("user"),
+                    queue=cell("queue"),
+                )
+            )
+    return records
+
+
+def _sweep_cell(text: str) -> object:
+    """A sweep CSV's cell as the parquet file holds it: empty None, numbers as int or
+    float, anything else as text."""
+    if not text:
+        return None
+    if _WHOLE.fullmatch(text):
+        return int(text)
+    if _DECIMAL.fullmatch(text) or text.lower() in ("inf", "-inf", "nan"):
+        return float(text)
+    return text
+
+
+def read_sweep_table(path: Path, numbers: Sequence[str] = SWEEP_METRICS) -> list[dict[str, object]]:
+    """The rows of a sweep's tidy table, ``results.parquet`` (by its suffix; read with
+    pyarrow) or ``results.csv`` (cells as ``_sweep_cell`` reads them).
+
+    Raises:
+        ResultError: not a Parquet file, an empty CSV, a row of another length, or a
+            non-number in a column of ``numbers`` of a run without error (file, line
+            or row, and column named).
+        OSError: the file cannot be read.
+    """
+    rows: list[dict[str, object]] = []
+    where: list[str] = []
+    if path.suffix.lower() == ".parquet":
+        import pyarrow
+        import pyarrow.parquet
+
+        try:
+            table = pyarrow.parquet.read_table(path)
+        except pyarrow.ArrowException as exc:
+            raise ResultError(f"{path}: not a Parquet table ({exc})") from None
+        rows = table.to_pylist()
+        where = [f"{path} row {i + 1}" for i in range(len(rows))]
+    else:
+        with open(path, newline="", encoding="utf-8", errors="replace") as handle:
+            reader = csv.reader(handle)
+            header = next(reader, None)
+            if header is None:
+                raise ResultError(f"{path}: empty, not a sweep table")
+            for row in reader:
+                if len(row) != len(header):
+                    raise ResultError(
+                        f"{path} line {reader.line_num}: {len(row)} fields where the header "
+                        f"has {len(header)}"
+                    )
+                rows.append(
+                    {name: _sweep_cell(text) for name, text in zip(header, row, strict=True)}
+                )
+                where.append(f"{path} line {reader.line_num}")
+    for values, place in zip(rows, where, strict=True):
+        if values.get("error"):
+            continue
+        for name in numbers:
+            value = values.get(name)
+            if value is not None and _number(value) is None and not _is_nan(value):
+                raise ResultError(f"{place}, column {name}: {value!r} is not a number")
+    return rows
+
+
+def _is_nan(value: object) -> bool:
+    return isinstance(value, float) and math.isnan(value)
+
+
+def _figure_column(name: str) -> bool:
+    """A column of a sweep table that holds a figure of the report (``mean_wait_s``,
+    ``wait_percentiles_s.p90``)."""
+    return name.split(".")[0] in _REPORT_FIGURES
+
+
+#: Report fields that are figures of a run, not what ran (``configuration_columns``).
+_REPORT_FIGURES = {field.name for field in fields(Report)} - {
+    "workload",
+    "policy",
+    "backfill",
+    "hosts",
+    "slots",
+    "load_factor",
+}
+
+
+def configuration_columns(rows: Sequence[Mapping[str, object]]) -> list[str]:
+    """The columns of a sweep table that say what ran (its axes: ``policy``,
+    ``backfill``, ``load_factor``, ...), in table order. In ``xce-sched sweep``'s
+    table they are the columns before ``options`` (``sweep``'s module docstring),
+    ``key``, ``trace``, ``trace_sha256`` and ``seed`` aside; in a table without an
+    ``options`` column, every column but those, ``error``, ``wall_s`` and the
+    report's figures (``mean_wait_s``, ``wait_percentiles_s.p90``, ...)."""
+    columns = list(dict.fromkeys(name for row in rows for name in row))
+    if "options" in columns:
+        return [
+            name for name in columns[: columns.index("options")] if name not in _SWEEP_BOOKKEEPING
+        ]
+    return [name for name in columns if name not in _SWEEP_BOOKKEEPING and not _figure_column(name)]
+
+
+def _varying(rows: Sequence[Mapping[str, object]], name: str) -> bool:
+    return len({repr(row.get(name)) for row in rows}) > 1
+
+
+@dataclass(frozen=True, slots=True)
+class PlotResults:
+    """What the plot command drew (``plot_results``): the figures written (PNG and
+    SVG), and the title, tables and notes of its HTML page."""
+
+    figures: list[Path]
+    title: str
+    tables: list[tuple[str, list[str], list[list[object]]]]
+    notes: list[str]
+
+
+def _sweep_file(path: Path) -> bool:
+    """A sweep table rather than a per-job CSV: a ``.parquet`` file, or a CSV
+    without a ``jobid`` column."""
+    if path.suffix.lower() == ".parquet":
+        return True
+    with open(path, newline="", encoding="utf-8", errors="replace") as handle:
+        header = next(csv.reader(handle), None) or []
+    return "jobid" not in header and any(name in header for name in (*SWEEP_METRICS, "error"))
+
+
+def plot_results(
+    paths: Sequence[Path], out_dir: Path, *, slots: int | None = None, axis: str | None = None
+) -> PlotResults:
+    """Draw result files (``xce-sched plot``): per-job CSVs of ``simulate --jobs-out``,
+    together with ``run_figures`` (each labelled by its file stem, or by its path
+    when two stems are the same; ``slots`` needed), or one sweep table with
+    ``sweep_figures`` against ``axis`` (default: the first configuration column that
+    takes more than one value; one line per value of ``policy``, or of the next
+    such column when the axis is ``policy``).
+
+    Raises:
+        ResultError: per-job CSVs and a sweep table mixed, several sweep tables,
+            ``slots`` missing for CSVs or given for a sweep, ``axis`` given for CSVs,
+            no axis to draw against, or a file that cannot be read (as
+            ``read_jobs_csv`` and ``read_sweep_table`` say).
+        OSError: a file cannot be read.
+    """
+    kinds = [_sweep_file(path) for path in paths]
+    if any(kinds) and not all(kinds):
+        raise ResultError(
+            "give per-job CSVs (simulate --jobs-out) or one sweep table (results.parquet, "
+            "results.csv), not both"
+        )
+    if all(kinds):
+        if len(paths) > 1:
+            raise ResultError(f"give one sweep table, not {len(paths)}")
+        if slots is not None:
+            raise ResultError(
+                "--slots sizes the cluster of per-job CSVs; a sweep table has its own"
+            )
+        return _plot_sweep(paths[0], out_dir, axis)
+    if axis is not None:
+        raise ResultError(
+            "--axis chooses the x axis of a sweep table; per-job CSVs are drawn over time"
+        )
+    if slots is None:
+        raise ResultError(
+            "--slots N is needed with per-job CSVs: utilization needs the cluster's slots "
+            "(simulate's summary gives them: cluster ... slots)"
+        )
+    stems = [path.stem for path in paths]
+    labels = stems if len(set(stems)) == len(stems) else [str(path) for path in paths]
+    if len(set(labels)) < len(labels):
+        raise ResultError("a per-job CSV is given twice")
+    runs = {label: read_jobs_csv(path) for label, path in zip(labels, paths, strict=True)}
+    figures = run_figures(runs, slots, out_dir)
+    header = [
+        "configuration",
+        "jobs",
+        "started",
+        "finished",
+        "mean wait (s)",
+        "p90 wait (s)",
+        "mean bounded slowdown",
+        "utilization",
+    ]
+    rows: list[list[object]] = []
+    for label, records in runs.items():
+        figures_of = breakdown(records, lambda r: "all").get("all", {})
+        ended = [r for r in records if r.ran_s is not None and r.end_s is not None]
+        makespan = (
+            max((r.end_s or 0) for r in ended) - min(r.submit_s for r in records) if ended else 0
+        )
+        work = sum((r.ran_s or 0) * r.tasks for r in ended)
+        rows.append(
+            [
+                label,
+                figures_of.get("jobs", 0),
+                figures_of.get("jobs_started", 0),
+                figures_of.get("jobs_finished", 0),
+                figures_of.get("mean_wait_s"),
+                figures_of.get("p90_wait_s"),
+                figures_of.get("mean_bounded_slowdown"),
+                round(work / (slots * makespan), 6) if makespan else None,
+            ]
+        )
+    notes = [
+        f"Per-job CSVs of simulate --jobs-out on a cluster of {slots:,} slots. The CSV does "
+        "not say when a job was suspended, only for how long: the utilization and queue "
+        "figures count a suspended job as running (waits and slowdowns are exact)."
+    ]
+    title = f"xce-sched plot: {', '.join(labels)}"
+    return PlotResults(figures, title, [("configurations", header, rows)], notes)
+
+
+def _plot_sweep(path: Path, out_dir: Path, axis: str | None) -> PlotResults:
+    rows = read_sweep_table(path)
+    valid = _valid_rows(rows)
+    configuration = configuration_columns(rows)
+    varying = [name for name in configuration if _varying(valid, name)]
+    if axis is None:
+        if not varying:
+            raise ResultError(
+                f"{path}: no configuration column takes more than one value (configuration "
+                f"columns: {', '.join(configuration) or 'none'}); give --axis NAME"
+            )
+        axis = varying[0]
+    others = [name for name in varying if name != axis]
+    line = "policy" if "policy" in others else (others[0] if others else axis)
+    try:
+        figures = sweep_figures(rows, axis, out_dir, line=line)
+    except ValueError as exc:
+        raise ResultError(f"{path}: {exc}") from None
+    shown = [
+        name
+        for name in dict.fromkeys(["trace", "seed", *configuration, *SWEEP_METRICS, "error"])
+        if any(name in row for row in rows)
+    ]
+    table = [[row.get(name) for name in shown] for row in rows]
+    notes = [
+        f"{len(rows):,} runs ({len(rows) - len(valid):,} failed, left out of the figures); "
+        f"each point is the mean over the runs that share its {axis}, {line} and trace, "
+        "its bars the minimum and maximum."
+    ]
+    return PlotResults(figures, f"xce-sched plot: {path.name}", [("runs", shown, table)], notes)

@@ -43,6 +43,7 @@ import logging
 import os
 import shlex
 import tempfile
+import time
 import tomllib
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
@@ -191,9 +192,7 @@ def plan_runs(spec: SweepSpec, base: Path) -> list[RunSpec]:
                 # The workload's path is left out of the key: its checksum stands
                 # for it, so a trace moved elsewhere keeps its results.
                 key = hashlib.sha256(
-                    orjson.dumps(
-                        {"version": RESULT_VERSION, "trace": checksum, "options": options}
-                    )
+                    orjson.dumps({"version": RESULT_VERSION, "trace": checksum, "options": options})
                 ).hexdigest()
                 axes = {column_name(name): value for name, value in varied.items()}
                 runs.append(RunSpec(key, trace, checksum, seed, axes, (*workload, *options)))
@@ -221,8 +220,6 @@ def stored(out: Path, run: RunSpec) -> dict[str, Any] | None:
 
 def _timed_run(runner: Runner, options: tuple[str, ...]) -> dict[str, Any]:
     """Run on a worker: the runner's result and its wall time (s)."""
-    import time  # a worker's own clock; imported here so the task pickles small
-
     started = time.perf_counter()
     result = runner(options)
     return {**result, "wall_s": round(time.perf_counter() - started, 3)}

@@ -1,0 +1,185 @@
+"""``xce-sched sweep``: a grid of simulations on a local Dask cluster, into one table.
+
+The judged properties: the table's rows equal single ``simulate`` runs of the same
+configurations, figure for figure; running the sweep again does no work; a worker
+killed mid-sweep loses no result; a run that fails is a row with its error.
+"""
+
+from __future__ import annotations
+
+import csv
+import os
+import signal
+import threading
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import orjson
+import psutil
+import pyarrow.parquet as pq
+import pytest
+from xce_driver.cli import sweep_run
+from xce_driver.experiments.compare import scalar_figures
+from xce_driver.experiments.sweep import plan_runs, read_spec, rows, run_sweep
+
+from tests.driver.test_cli import run_cli
+
+KTH = "KTH-SP2-1996-2.1-cln.swf.gz"
+
+SPEC = """\
+traces = ["generated", "{trace}"]
+seeds = [1, 2]
+
+[options]
+max-jobs = 300
+hosts = 64
+
+[axes]
+policy = ["builtin_fcfs", "sjf", "wfp3"]
+"""
+
+
+def without_wall(figures: dict[str, object]) -> dict[str, object]:
+    return {name: value for name, value in figures.items() if name not in ("sim_wall_s", "wall_s")}
+
+
+def test_a_sweep_equals_single_runs_and_a_second_sweep_does_no_work(
+    tmp_path: Path, trace_path: Callable[[str], Path], capsys: pytest.CaptureFixture[str]
+) -> None:
+    spec = tmp_path / "grid.toml"
+    spec.write_text(SPEC.format(trace=trace_path(KTH)))
+    code, stdout, stderr = run_cli(["sweep", str(spec), "--workers", "2", "--quiet"], capsys)
+    assert (code, stderr) == (0, "")
+    out = tmp_path / "grid.results"
+    table = pq.read_table(out / "results.parquet").to_pylist()
+    assert len(table) == 2 * 3 * 2
+    assert [(row["trace"] == "generated", row["policy"], row["seed"]) for row in table[:3]] == [
+        (True, "builtin_fcfs", 1),
+        (True, "builtin_fcfs", 2),
+        (True, "sjf", 1),
+    ]
+    with (out / "results.csv").open(newline="") as handle:
+        assert [row["key"] for row in csv.DictReader(handle)] == [row["key"] for row in table]
+    for index, row in enumerate(table):
+        assert row["error"] == ""
+        report = tmp_path / f"{index}.json"
+        argv = ["simulate", *row["options"].split(), "--quiet", "--report", str(report)]
+        assert run_cli(argv, capsys)[0] == 0
+        expected = without_wall(scalar_figures(orjson.loads(report.read_bytes())))
+        got = {name: row[name] for name in expected}
+        assert orjson.dumps(got) == orjson.dumps(expected), row["options"]
+    # Again: every run is already done, nothing is run, nothing is rewritten.
+    stamps = {path: path.stat().st_mtime_ns for path in (out / "runs").iterdir()}
+    code, stdout, _ = run_cli(["sweep", str(spec)], capsys)
+    assert code == 0
+    assert "12 runs: 12 already done, 0 run now" in stdout
+    assert {path: path.stat().st_mtime_ns for path in (out / "runs").iterdir()} == stamps
+
+
+def _kill_a_worker_once_a_result_is_in(runs: Path, killed: list[int]) -> None:
+    """SIGKILL one Dask worker process once the first result is kept (others run)."""
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline:
+        if runs.is_dir() and any(p.suffix == ".json" for p in runs.iterdir()):
+            for child in psutil.Process().children(recursive=True):
+                if "distributed" in " ".join(child.cmdline()) or "spawn" in " ".join(
+                    child.cmdline()
+                ):
+                    os.kill(child.pid, signal.SIGKILL)
+                    killed.append(child.pid)
+                    return
+        time.sleep(0.05)
+
+
+def test_a_worker_killed_mid_sweep_loses_no_result(tmp_path: Path) -> None:
+    spec = tmp_path / "grid.yaml"
+    spec.write_text(
+        "traces: [generated]\nseeds: [1, 2, 3, 4]\noptions: {jobs: 3000}\n"
+        "axes: {backfill: [greedy, easy]}\n"
+    )
+    plan = plan_runs(read_spec(spec), tmp_path)
+    out = tmp_path / "out"
+    killed: list[int] = []
+    killer = threading.Thread(
+        target=_kill_a_worker_once_a_result_is_in, args=(out / "runs", killed)
+    )
+    killer.start()
+    outcome = run_sweep(plan, sweep_run, out, workers=2)
+    killer.join()
+    assert killed, "no worker was killed: the test proved nothing"
+    assert (outcome.runs, outcome.ran, outcome.failed) == (8, 8, 0)
+    table = rows(plan, out)
+    assert len(table) == 8 and all(row["error"] == "" for row in table)
+    # Each run's figures are those of the same run made alone.
+    for run, row in zip(plan, table, strict=True):
+        alone = sweep_run(run.options)["report"]
+        assert without_wall(scalar_figures(alone)) == without_wall(
+            {name: row[name] for name in scalar_figures(alone)}
+        )
+
+
+def test_a_failed_run_is_a_row_with_its_error_and_the_sweep_exits_1(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    spec = tmp_path / "s.toml"
+    spec.write_text(
+        'traces = ["generated"]\n[options]\njobs = 100\n[axes]\npolicy = ["sjf", "nosuch"]\n'
+    )
+    code, _, stderr = run_cli(["sweep", str(spec), "--workers", "1", "--quiet"], capsys)
+    assert code == 1
+    assert stderr.startswith("xce-sched: error: run --jobs 100 --policy nosuch --seed 1: unknown")
+    table = pq.read_table(tmp_path / "s.results" / "results.parquet").to_pylist()
+    assert [row["policy"] for row in table] == ["sjf", "nosuch"]
+    assert table[0]["error"] == "" and table[0]["mean_wait_s"] is not None
+    assert "unknown picker 'nosuch'" in table[1]["error"] and table[1]["mean_wait_s"] is None
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ('traces = ["generated"]\nseed = [1]\n', "s.toml: seed: Extra inputs are not permitted"),
+        ("traces = []\n", "s.toml: traces: List should have at least 1 item"),
+        ('traces = ["generated"]\nseeds = [-1]\n', "s.toml: seeds[0]: Input should be greater"),
+        ('traces = ["generated"]\n[axes]\npolicy = []\n', "s.toml: axes.policy: List should"),
+        ('traces = ["generated"]\n[options]\nreport = "r.json"\n', "s.toml: report: a sweep sets"),
+        ('traces = ["generated"]\n[options]\nseed = 3\n', "s.toml: seed: a sweep sets it itself"),
+        (
+            'traces = ["generated"]\n[options]\npolicy = "sjf"\n[axes]\npolicy = ["wfp3"]\n',
+            "s.toml: policy is both an option and an axis",
+        ),
+        ('traces = ["nowhere.swf"]\n', "trace nowhere.swf: No such file or directory"),
+        ("traces = [\n", "s.toml: not TOML: "),
+    ],
+)
+def test_a_bad_spec_is_one_line_naming_the_field(
+    tmp_path: Path,
+    text: str,
+    message: str,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    spec = tmp_path / "s.toml"
+    spec.write_text(text)
+    monkeypatch.chdir(tmp_path)
+    code, stdout, stderr = run_cli(["sweep", "s.toml", "--quiet"], capsys)
+    assert (code, stdout) == (2, "")
+    assert stderr.startswith(f"xce-sched: error: {message}"), stderr
+    assert stderr.count("\n") == 1
+    assert not (tmp_path / "s.results").exists()
+
+
+def test_a_sweep_cut_short_runs_only_what_it_had_not_finished(tmp_path: Path) -> None:
+    spec = tmp_path / "s.toml"
+    spec.write_text('traces = ["generated"]\nseeds = [1, 2, 3]\n[options]\njobs = 200\n')
+    plan = plan_runs(read_spec(spec), tmp_path)
+    out = tmp_path / "out"
+    assert run_sweep(plan, sweep_run, out, workers=1).ran == 3
+    first = rows(plan, out)
+    # As if the sweep had been killed before its last run was kept.
+    (out / "runs" / f"{plan[2].key}.json").unlink()
+    assert len(rows(plan, out)) == 2
+    outcome = run_sweep(plan, sweep_run, out, workers=1)
+    assert (outcome.already_done, outcome.ran, outcome.failed) == (2, 1, 0)
+    again = rows(plan, out)
+    assert [without_wall(row) for row in again] == [without_wall(row) for row in first]
