@@ -183,3 +183,29 @@ def test_a_sweep_cut_short_runs_only_what_it_had_not_finished(tmp_path: Path) ->
     assert (outcome.already_done, outcome.ran, outcome.failed) == (2, 1, 0)
     again = rows(plan, out)
     assert [without_wall(row) for row in again] == [without_wall(row) for row in first]
+
+
+def test_a_sweep_runs_on_an_existing_dask_cluster(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from distributed import LocalCluster
+
+    spec = tmp_path / "s.toml"
+    spec.write_text('traces = ["generated"]\nseeds = [5]\n[options]\njobs = 150\n')
+    with LocalCluster(n_workers=1, threads_per_worker=1, dashboard_address=None) as cluster:
+        argv = ["sweep", str(spec), "--scheduler-address", cluster.scheduler_address, "--quiet"]
+        assert run_cli(argv, capsys)[:3] == (0, "", "")
+    (row,) = rows(plan_runs(read_spec(spec), tmp_path), tmp_path / "s.results")
+    assert row["error"] == "" and row["jobs_finished"] == 150
+
+
+def test_an_unreachable_scheduler_is_one_line_naming_the_option(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    spec = tmp_path / "s.toml"
+    spec.write_text('traces = ["generated"]\n[options]\njobs = 10\n')
+    argv = ["sweep", str(spec), "--scheduler-address", "tcp://127.0.0.1:9", "--quiet"]
+    code, _, stderr = run_cli(argv, capsys)
+    assert code == 2
+    assert stderr.startswith("xce-sched: error: --scheduler-address tcp://127.0.0.1:9: ")
+    assert stderr.count("\n") == 1

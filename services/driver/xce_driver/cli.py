@@ -1854,6 +1854,8 @@ def sweep_command(args: argparse.Namespace) -> int:
             )
         table = rows(plan, out)
         write_tables(table, out)
+    except SweepError as exc:
+        raise UserError(str(exc)) from None
     except OSError as exc:
         raise UserError(f"--out {out}: {exc.strerror or exc}") from None
     failed = [row for row in table if row["error"]]

@@ -60,6 +60,8 @@ from xce_driver.experiments.compare import PER_RUN_OUTPUTS, option_name, scalar_
 
 #: The trace name of the embedded generated workload.
 GENERATED = "generated"
+#: How long to wait for an existing Dask scheduler to answer, s.
+CONNECT_TIMEOUT_S = 10
 #: Bumped when a stored result would no longer be what a run gives.
 RESULT_VERSION = 1
 
@@ -258,11 +260,20 @@ class SweepOutcome:
 @contextmanager
 def dask_client(scheduler_address: str | None, workers: int) -> Iterator[Any]:
     """A Dask client: of the cluster at ``scheduler_address``, or of a new local
-    cluster of ``workers`` one-thread worker processes (closed on exit)."""
+    cluster of ``workers`` one-thread worker processes (closed on exit).
+
+    Raises:
+        SweepError: the scheduler cannot be reached within ``CONNECT_TIMEOUT_S``, or
+            its address is not one.
+    """
     from distributed import Client, LocalCluster  # a second to import: only when run
 
     if scheduler_address is not None:
-        with Client(scheduler_address, timeout="30s") as client:
+        try:
+            client = Client(scheduler_address, timeout=f"{CONNECT_TIMEOUT_S}s")
+        except (OSError, ValueError) as exc:  # unreachable, or not an address
+            raise SweepError(f"--scheduler-address {scheduler_address}: {exc}") from None
+        with client:
             yield client
         return
     with (
@@ -299,6 +310,7 @@ def run_sweep(
         on_done: called with each run and its result as it is kept (progress).
 
     Raises:
+        SweepError: the Dask scheduler cannot be reached (``dask_client``).
         OSError: the output folder cannot be written.
     """
     (out / "runs").mkdir(parents=True, exist_ok=True)
