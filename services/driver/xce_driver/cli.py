@@ -78,6 +78,7 @@ from xce_driver.experiments.compare import (
     job_diff,
     labels_of,
 )
+from xce_driver.experiments.html_report import cell_text
 from xce_driver.experiments.sweep import (
     SweepError,
     column_name,
@@ -1668,18 +1669,6 @@ def sweep_run(options: tuple[str, ...]) -> dict[str, Any]:
     return {"report": orjson.loads(orjson.dumps(result.report.to_json())), "error": None}
 
 
-def _show(value: object) -> str:
-    """A figure in a table: whole numbers with separators, others to 4 significant
-    digits, n/a for none."""
-    if value is None:
-        return "n/a"
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        return str(value)
-    if isinstance(value, int):
-        return f"{value:,}"
-    return f"{value:,.2f}" if abs(value) >= 100 else f"{value:.4g}"
-
-
 def compare_command(args: argparse.Namespace, common: Sequence[str]) -> int:
     """Run ``xce-sched compare``: ``common`` are the simulate options of every run."""
     _check_figure_outputs("--plot", args.plot, args.html, [("--report", args.report)])
@@ -1779,9 +1768,9 @@ def _comparison_tables(
     header = ["figure", *(f"{label} (× first)" if i else label for i, label in enumerate(labels))]
     figures: list[list[object]] = []
     for name, values, ratios in figure_rows(reports):
-        cells: list[object] = [name, _show(values[0])]
+        cells: list[object] = [name, cell_text(values[0])]
         for value, factor in zip(values[1:], ratios[1:], strict=True):
-            cells.append(_show(value) + ("" if factor is None else f" ({factor:.3g})"))
+            cells.append(cell_text(value) + ("" if factor is None else f" ({factor:.3g})"))
         figures.append(cells)
     tables: list[TableData] = [("figures", header, figures)]
     for label, diff in zip(labels[1:], diffs, strict=True):
@@ -1889,7 +1878,7 @@ def _sweep_table(table: Sequence[dict[str, Any]], axes: Sequence[str]) -> TableD
     figures = ("mean_wait_s", "mean_bounded_slowdown", "utilization", "makespan_s")
     shown: list[list[object]] = []
     for row in table:
-        cells = [_show(row.get(figure)) for figure in figures]
+        cells = [cell_text(row.get(figure)) for figure in figures]
         if row["error"]:
             cells = ["failed", "", "", ""]
         shown.append([*(row[column] for column in columns), *cells])

@@ -38,7 +38,6 @@ The kept jobs (the first ``max_jobs`` lines' jobs) are simulated in submit order
 from __future__ import annotations
 
 import gzip
-import zlib
 from collections.abc import Iterator
 from fractions import Fraction
 from pathlib import Path
@@ -72,7 +71,7 @@ from xce_driver.workloads.mapping import (
     load_factor_of,
     scale_arrivals,
 )
-from xce_driver.workloads.swf import SwfError, printable
+from xce_driver.workloads.swf import SwfError, printable, reading_errors
 
 #: File name endings read as a JSON-lines workload (any other: SWF).
 JSONL_SUFFIXES = (".jsonl", ".jsonl.gz")
@@ -174,7 +173,7 @@ def _read(path: Path, source: str) -> list[tuple[int, WorkloadJob, Resreq]]:
     """
     jobs: list[tuple[int, WorkloadJob, Resreq]] = []
     first_line: dict[int, int] = {}
-    try:
+    with reading_errors(source, JsonlError):
         for number, raw in enumerate(_lines(path), start=1):
             text = raw.strip()
             if not text:
@@ -188,14 +187,6 @@ def _read(path: Path, source: str) -> list[tuple[int, WorkloadJob, Resreq]]:
                 )
             first_line[job.jobid] = number
             jobs.append((number, job, _resreq(job, where)))
-    except FileNotFoundError:
-        raise JsonlError(f"{source}: no such file") from None
-    except IsADirectoryError:
-        raise JsonlError(f"{source}: is a directory, not a workload file") from None
-    except PermissionError:
-        raise JsonlError(f"{source}: permission denied") from None
-    except (OSError, EOFError, zlib.error) as exc:  # gzip.BadGzipFile is an OSError
-        raise JsonlError(f"{source}: cannot be read ({exc})") from None
     return jobs
 
 

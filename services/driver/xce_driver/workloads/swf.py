@@ -22,6 +22,7 @@ import math
 import re
 import zlib
 from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from decimal import Decimal
 from pathlib import Path
@@ -368,6 +369,27 @@ def _exact(raw: str) -> Decimal | None:
     return Decimal((sign, numerals, int(shift) + int(exponent)))
 
 
+@contextmanager
+def reading_errors(source: str, error: type[Exception]) -> Iterator[None]:
+    """Turn an error reading the workload file ``source`` into ``error``, one line
+    naming it: missing, a folder, not allowed, or unreadable (a ``.gz`` that is not
+    gzip, a truncated one).
+
+    Raises:
+        error: instead of the ``OSError``, ``EOFError`` or ``zlib.error``.
+    """
+    try:
+        yield
+    except FileNotFoundError:
+        raise error(f"{source}: no such file") from None
+    except IsADirectoryError:
+        raise error(f"{source}: is a directory, not a workload file") from None
+    except PermissionError:
+        raise error(f"{source}: permission denied") from None
+    except (OSError, EOFError, zlib.error) as exc:  # gzip.BadGzipFile is an OSError
+        raise error(f"{source}: cannot be read ({exc})") from None
+
+
 def _lines(path: Path) -> Iterator[str]:
     if path.name.endswith(".gz"):
         with gzip.open(path, "rt", encoding="utf-8", errors="replace") as handle:
@@ -397,7 +419,7 @@ def read_swf(path: str | Path) -> SwfTrace:
     repeated: dict[str, list[str]] = {}
     lines: dict[str, int] = {}
     records: list[SwfRecord] = []
-    try:
+    with reading_errors(source, SwfError):
         for number, line in enumerate(_lines(path), start=1):
             stripped = line.strip()
             if not stripped:
@@ -411,12 +433,4 @@ def read_swf(path: str | Path) -> SwfTrace:
                     repeated.setdefault(key, []).append(value.strip())
                 continue
             records.append(parse_record(stripped, where=f"{source}:{number}", line=number))
-    except FileNotFoundError:
-        raise SwfError(f"{source}: no such file") from None
-    except IsADirectoryError:
-        raise SwfError(f"{source}: is a directory, not a workload file") from None
-    except PermissionError:
-        raise SwfError(f"{source}: permission denied") from None
-    except (OSError, EOFError, zlib.error) as exc:  # gzip.BadGzipFile is an OSError
-        raise SwfError(f"{source}: cannot be read ({exc})") from None
     return SwfTrace(SwfHeader(values, repeated, lines, source), tuple(records), source)
