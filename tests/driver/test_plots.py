@@ -18,7 +18,7 @@ import matplotlib.image
 import pytest
 from xce_driver.cli import build_parser, main, simulation_of
 from xce_driver.emulator import JobRecord
-from xce_driver.experiments import plots
+from xce_driver.experiments import plots, result_files
 from xce_driver.metrics import breakdown, size_class, time_series
 
 #: A small generated workload: quick, and busy enough to queue.
@@ -83,8 +83,8 @@ def test_figures_are_the_same_in_another_process(tmp_path):
     csv_path = tmp_path / "fcfs.csv"
     assert main(["simulate", *SMALL, "--quiet", "--jobs-out", str(csv_path)]) == 0
     draw = (
-        "import sys; from pathlib import Path; from xce_driver.experiments import plots; "
-        "plots.run_figures({'fcfs': plots.read_jobs_csv(Path(sys.argv[1]))}, 32, Path(sys.argv[2]))"
+        "import sys; from pathlib import Path; from xce_driver.experiments import plots, result_files; "
+        "plots.run_figures({'fcfs': result_files.read_jobs_csv(Path(sys.argv[1]))}, 32, Path(sys.argv[2]))"
     )
     for name in ("a", "b"):
         subprocess.run([sys.executable, "-c", draw, csv_path, tmp_path / name], check=True)
@@ -293,7 +293,7 @@ def test_plot_draws_several_csvs_together_and_an_html_page(tmp_path, capsys):
         [*argv, "--out", str(tmp_path / "out"), "--slots", "32", "--html", str(page)], capsys
     )
     assert (code, err) == (0, "")
-    assert len(plots.read_jobs_csv(tmp_path / "sjf.csv")) == 300
+    assert len(result_files.read_jobs_csv(tmp_path / "sjf.csv")) == 300
     text = page.read_text(encoding="utf-8")
     assert text.count("<img ") == 4 and "builtin_fcfs" in text and "sjf" in text
     assert "figures count a suspended job as running" in text
@@ -310,7 +310,7 @@ def test_read_jobs_csv_leaves_out_skipped_rows_and_keeps_suspensions_counts(tmp_
         "4,8,,,4,,0,0,0,larger_than_cluster,rejected,\n",
         encoding="utf-8",
     )
-    first, second, rejected = plots.read_jobs_csv(path)
+    first, second, rejected = result_files.read_jobs_csv(path)
     assert (first.hosts, first.ran_s, first.left_suspended) == (("h1", "h2"), 60, False)
     assert second.left_suspended and second.end_s is None
     assert rejected.rejected and rejected.rejected_reason == "larger_than_cluster"

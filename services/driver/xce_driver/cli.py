@@ -1856,7 +1856,7 @@ def sweep_command(args: argparse.Namespace) -> int:
     runs = _sweep_table(table, list(spec.axes))
     with tempfile.TemporaryDirectory(prefix="xce-sched-plot-") as scratch:
         if args.plot or args.html:
-            from xce_driver.experiments.plots import ResultError, plot_results
+            from xce_driver.experiments.result_files import ResultError, plot_results
 
             try:  # what xce-sched plot draws of the table
                 drawn = plot_results([out / "results.parquet"], Path(scratch))
@@ -1924,7 +1924,7 @@ def _add_plot_command(commands: Any) -> None:
 
 def plot_command(args: argparse.Namespace) -> int:
     """Run ``xce-sched plot``: draw the result files into ``--out``; returns 0."""
-    from xce_driver.experiments.plots import plot_results
+    from xce_driver.experiments.result_files import plot_results
 
     for result in args.results:
         path = Path(result)
