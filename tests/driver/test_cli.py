@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 import csv
 import gzip
+import itertools
 import os
 import re
 import statistics
@@ -1505,3 +1506,25 @@ def test_an_output_that_cannot_be_written_leaves_every_earlier_output_as_it_was(
     assert main([*argv, "--jobs-out", str(tmp_path / "j.csv")]) == 0
     assert report.read_text().startswith("{") and (tmp_path / "j.csv").stat().st_mode & 0o644
     assert sorted(p.name for p in tmp_path.iterdir()) == ["j.csv", "r.json"]
+
+
+def test_series_out_writes_the_sampled_time_series(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    series, report = tmp_path / "series.csv", tmp_path / "r.json"
+    argv = ["simulate", "--jobs", "200", "--quiet", "--report", str(report)]
+    assert run_cli([*argv, "--series-out", str(series), "--sample-interval", "600"], capsys)[0] == 0
+    header, rows = read_csv(series)
+    assert header == ["t_s", "pending", "running", "busy_slots", "utilization"]
+    times = [int(row["t_s"]) for row in rows]
+    assert {b - a for a, b in itertools.pairwise(times)} == {600}
+    # The mean sampled utilization approaches the report's, over the same span.
+    mean = statistics.fmean(float(row["utilization"]) for row in rows)
+    assert mean == pytest.approx(orjson.loads(report.read_bytes())["utilization"], rel=0.05)
+    assert rows[-1]["running"] == "0" and rows[-1]["pending"] == "0"
+    code, _, stderr = run_cli(["simulate", "--jobs", "20", "--sample-interval", "60"], capsys)
+    assert code == 2
+    assert stderr == (
+        "xce-sched: error: --sample-interval sets the samples of --series-out, --plot and "
+        "--html; give one\n"
+    )

@@ -10,6 +10,7 @@ import pytest
 from rich.console import Console
 from xce_driver.cli import _print_summary
 from xce_driver.emulator import JobRecord
+from xce_driver.metrics import time_series
 from xce_driver.report import Report, backfill_label, summarize
 from xce_driver.simulate import run_simulation
 from xce_driver.workloads.mapping import MappedWorkload, SimJob
@@ -199,3 +200,29 @@ def test_the_report_gives_each_users_jobs_wait_and_usage() -> None:
     assert report.wait_percentiles_s == {"p50": 100.0, "p90": 140.0, "p99": 149.0}
     # Slowdowns 1, 3, 16.
     assert report.bounded_slowdown_percentiles == {"p50": 3.0, "p90": 13.4, "p99": 15.74}
+
+
+def test_the_time_series_counts_pending_running_and_busy_slots() -> None:
+    # One 2-slot host, FCFS: job 1 (2 slots) runs 0..100; job 2 (1 slot, submitted
+    # at 10) waits to 100 and runs to 150; job 3 (1 slot, at 20) runs 100..130.
+    jobs = (
+        SimJob(1, 0, 100, 2, "normal", "a"),
+        SimJob(2, 10, 50, 1, "normal", "a"),
+        SimJob(3, 20, 30, 1, "normal", "b"),
+    )
+    records = run_simulation(
+        MappedWorkload(jobs, {}, 1, 2, 0, {"normal": 30}), source="t"
+    ).records.values()
+    series = time_series(records, slots=2, interval_s=50)
+    assert list(series.rows()) == [
+        (0, 0, 1, 2, 1.0),
+        (50, 2, 1, 2, 1.0),
+        (100, 0, 2, 2, 1.0),
+        (150, 0, 0, 0, 0.0),
+    ]
+    # A suspension is not running time: 40..70 of a job running 0..100.
+    suspended = JobRecord(9, 0, 70, 1, start_s=0, end_s=100)
+    suspended.suspend(40)
+    suspended.resume(70)
+    assert suspended.suspended_s == 30
+    assert list(time_series([suspended], slots=1, interval_s=30).running) == [1, 1, 0, 1, 0]

@@ -90,6 +90,7 @@ from xce_driver.experiments.sweep import (
     write_tables,
 )
 from xce_driver.live.emulate import MAX_SPEED, RESET_STEPS, LiveEmulator, SubmissionRefused
+from xce_driver.metrics import time_series
 from xce_driver.plugins import load_registry
 from xce_driver.recording import RecordingWriter
 from xce_driver.replay import (
@@ -101,7 +102,7 @@ from xce_driver.replay import (
     interactive_pause,
     replay,
 )
-from xce_driver.report import Report, backfill_label, write_jobs_csv
+from xce_driver.report import Report, backfill_label, write_jobs_csv, write_series_csv
 from xce_driver.simulate import (
     QueueFileError,
     SimulationResult,
@@ -474,6 +475,19 @@ def build_parser(parser_class: type[_Parser] = _Parser) -> argparse.ArgumentPars
     sim.add_argument("--report", metavar="OUT.json", help="write the report as JSON")
     sim.add_argument("--jobs-out", metavar="OUT.csv", help="write per-job results as CSV")
     sim.add_argument(
+        "--series-out",
+        metavar="OUT.csv",
+        help="write the time series as CSV: pending and running jobs, busy slots and "
+        "utilization, sampled on the virtual clock",
+    )
+    sim.add_argument(
+        "--sample-interval",
+        type=_whole(1, MAX_ROUND_INTERVAL_S, " s"),
+        metavar="S",
+        help="seconds between the samples of --series-out, --plot and --html (default: "
+        "the run's span / 1,000)",
+    )
+    sim.add_argument(
         "--record-snapshot-interval",
         type=_whole(0, 2**63 - 1),
         metavar="N",
@@ -630,6 +644,13 @@ def _refuse_ignored(args: argparse.Namespace) -> None:
         raise UserError(
             "--host-mem is the memory --swf-memory reserves from; without --swf-memory no "
             "job reserves memory"
+        )
+    drawn = ("series_out", "plot", "html")
+    if getattr(args, "sample_interval", None) is not None and not any(
+        getattr(args, name) for name in drawn
+    ):
+        raise UserError(
+            "--sample-interval sets the samples of --series-out, --plot and --html; give one"
         )
     if getattr(args, "record_snapshot_interval", None) is not None and not args.record:
         raise UserError("--record-snapshot-interval sets the snapshots of --record; give --record")
@@ -1103,7 +1124,12 @@ def simulation_of(args: argparse.Namespace) -> tuple[SimulationResult, MappedWor
         ConfigError, MappingError, SwfError, PluginError: as ``main`` reports them.
     """
     _check_outputs(
-        [("--record", args.record), ("--report", args.report), ("--jobs-out", args.jobs_out)],
+        [
+            ("--record", args.record),
+            ("--report", args.report),
+            ("--jobs-out", args.jobs_out),
+            ("--series-out", args.series_out),
+        ],
         [("--workload", args.workload), ("--queues", args.queues)],
     )
     _refuse_ignored(args)
@@ -1140,6 +1166,9 @@ def simulate(args: argparse.Namespace) -> int:
         records = result.records.values()
         write = partial(write_jobs_csv, records, skipped=workload.skipped_records)
         outputs.append(("--jobs-out", args.jobs_out, write))
+    if args.series_out:
+        series = time_series(result.records.values(), report.slots, args.sample_interval)
+        outputs.append(("--series-out", args.series_out, partial(write_series_csv, series)))
     # The figures are drawn in a scratch folder, then copied with the other outputs,
     # all or none (--html alone draws them only to embed them).
     with tempfile.TemporaryDirectory(prefix="xce-sched-plot-") as scratch:
@@ -1215,7 +1244,8 @@ def _simulation_figures(
 
     report = result.report
     label = report.policy + ("" if report.backfill == "greedy" else f", {report.backfill}")
-    figures = run_figures({label: list(result.records.values())}, report.slots, scratch)
+    records = {label: list(result.records.values())}
+    figures = run_figures(records, report.slots, scratch, interval_s=args.sample_interval)
     sizes = [
         [
             name,

@@ -59,6 +59,7 @@ from xce_schemas import BackfillPolicy, SchedulerConfig
 
 from xce_driver.emulator import REJECT_QUEUE_CLOSED, JobRecord
 from xce_driver.metrics import (
+    TimeSeries,
     bounded_slowdown,
     breakdown,
     percentiles,
@@ -328,6 +329,16 @@ def write_jobs_csv(
         writer = csv.writer(handle)
         writer.writerow(CSV_COLUMNS)
         writer.writerows(row for _, row in rows)
+
+
+def write_series_csv(series: TimeSeries, path: str | Path) -> None:
+    """The time series as CSV (``--series-out``): ``TimeSeries.COLUMNS``, one line per
+    sample: its time (s from the trace origin), pending and running jobs, busy
+    slots, utilization (0 to 1)."""
+    with open(path, "w", newline="", encoding="utf-8") as handle:
+        writer = csv.writer(handle)
+        writer.writerow(TimeSeries.COLUMNS)
+        writer.writerows(series.rows())
 
 
 def _blank(value: int | None) -> object:

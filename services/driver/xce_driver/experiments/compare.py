@@ -28,6 +28,7 @@ PER_RUN_OUTPUTS = (
     "--record-snapshot-interval",
     "--report",
     "--jobs-out",
+    "--series-out",
     "--plot",
     "--html",
     "--quiet",
