@@ -20,7 +20,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from xce_driver.cli import sweep_run
+from xce_driver.cli import run_meaning, sweep_run
 from xce_driver.experiments.compare import scalar_figures
 from xce_driver.experiments.sweep import SweepSpec, plan_runs, rows, run_sweep
 
@@ -41,7 +41,7 @@ def main() -> None:
         options={"jobs": args.jobs},
         axes={"policy": args.policies, "backfill": ["greedy", "easy"]},
     )
-    plan = plan_runs(spec, Path.cwd())
+    plan = plan_runs(spec, Path.cwd(), run_meaning)
     started = time.perf_counter()
     serial = [sweep_run(run.options)["report"] for run in plan]
     serial_s = time.perf_counter() - started

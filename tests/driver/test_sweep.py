@@ -8,6 +8,7 @@ killed mid-sweep loses no result; a run that fails is a row with its error.
 from __future__ import annotations
 
 import csv
+import http.server
 import os
 import signal
 import threading
@@ -19,9 +20,17 @@ import orjson
 import psutil
 import pyarrow.parquet as pq
 import pytest
-from xce_driver.cli import sweep_run
+from xce_driver.cli import run_meaning, sweep_run
 from xce_driver.experiments.compare import scalar_figures
-from xce_driver.experiments.sweep import plan_runs, read_spec, rows, run_sweep
+from xce_driver.experiments.sweep import (
+    RunSpec,
+    _timed_run,
+    plan_runs,
+    read_spec,
+    rows,
+    run_sweep,
+    stored,
+)
 
 from tests.driver.test_cli import run_cli
 
@@ -98,7 +107,7 @@ def test_a_worker_killed_mid_sweep_loses_no_result(tmp_path: Path) -> None:
         "traces: [generated]\nseeds: [1, 2, 3, 4]\noptions: {jobs: 3000}\n"
         "axes: {backfill: [greedy, easy]}\n"
     )
-    plan = plan_runs(read_spec(spec), tmp_path)
+    plan = plan_runs(read_spec(spec), tmp_path, run_meaning)
     out = tmp_path / "out"
     killed: list[int] = []
     killer = threading.Thread(
@@ -148,7 +157,25 @@ def test_a_failed_run_is_a_row_with_its_error_and_the_sweep_exits_1(
             'traces = ["generated"]\n[options]\npolicy = "sjf"\n[axes]\npolicy = ["wfp3"]\n',
             "s.toml: policy is both an option and an axis",
         ),
-        ('traces = ["nowhere.swf"]\n', "trace nowhere.swf: No such file or directory"),
+        ('traces = ["nowhere.swf"]\n', "s.toml: traces: nowhere.swf: No such file or directory"),
+        (
+            'traces = ["generated"]\n[options]\ncolour = "red"\n',
+            "s.toml: run --colour red --seed 1: unrecognized arguments: --colour red",
+        ),
+        (
+            'traces = ["generated"]\n[options]\nmax-jobs = -5\n',
+            "s.toml: run --max-jobs -5 --seed 1: argument --max-jobs: ",
+        ),
+        ('traces = ["generated"]\n[axes]\n"" = [1]\n', "s.toml: '': not an option name"),
+        ('traces = ["generated"]\n[axes]\nmax_jobs = [1]\n', "s.toml: 'max_jobs': not an option"),
+        ('traces = ["generated"]\nseeds = [1, 2, 1]\n', "s.toml: seeds[2]: 1 is given twice"),
+        (
+            'traces = ["generated"]\nseeds = [1, 2]\n[axes]\njobs = [1, 2, 3, 4, 5, 6, 7, 8, 9, 10]\n'
+            "max-jobs = [1, 2, 3, 4, 5, 6, 7, 8, 9, 10]\nround-interval = "
+            "[1, 2, 3, 4, 5, 6, 7, 8, 9, 10]\nhosts = [1, 2, 3, 4, 5, 6, 7, 8, 9, 10]\n"
+            "seed-x = [1, 2, 3, 4, 5, 6]\n",
+            "s.toml: 120,000 runs, more than the ceiling of 100,000",
+        ),
         ("traces = [\n", "s.toml: not TOML: "),
     ],
 )
@@ -172,7 +199,7 @@ def test_a_bad_spec_is_one_line_naming_the_field(
 def test_a_sweep_cut_short_runs_only_what_it_had_not_finished(tmp_path: Path) -> None:
     spec = tmp_path / "s.toml"
     spec.write_text('traces = ["generated"]\nseeds = [1, 2, 3]\n[options]\njobs = 200\n')
-    plan = plan_runs(read_spec(spec), tmp_path)
+    plan = plan_runs(read_spec(spec), tmp_path, run_meaning)
     out = tmp_path / "out"
     assert run_sweep(plan, sweep_run, out, workers=1).ran == 3
     first = rows(plan, out)
@@ -195,7 +222,7 @@ def test_a_sweep_runs_on_an_existing_dask_cluster(
     with LocalCluster(n_workers=1, threads_per_worker=1, dashboard_address=None) as cluster:
         argv = ["sweep", str(spec), "--scheduler-address", cluster.scheduler_address, "--quiet"]
         assert run_cli(argv, capsys)[:3] == (0, "", "")
-    (row,) = rows(plan_runs(read_spec(spec), tmp_path), tmp_path / "s.results")
+    (row,) = rows(plan_runs(read_spec(spec), tmp_path, run_meaning), tmp_path / "s.results")
     assert row["error"] == "" and row["jobs_finished"] == 150
 
 
@@ -209,3 +236,93 @@ def test_an_unreachable_scheduler_is_one_line_naming_the_option(
     assert code == 2
     assert stderr.startswith("xce-sched: error: --scheduler-address tcp://127.0.0.1:9: ")
     assert stderr.count("\n") == 1
+
+
+def test_a_file_an_option_names_is_part_of_the_key_and_of_the_spec_folder(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    queues = tmp_path / "q.json"
+    queues.write_text('[{"name": "normal", "priority": 30, "run_limit_s": 86400}]')
+    spec = tmp_path / "s.toml"
+    spec.write_text('traces = ["generated"]\n[options]\njobs = 300\nqueues = "q.json"\n')
+    monkeypatch.chdir("/")  # the queue file is the spec folder's, not the current one's
+    assert run_cli(["sweep", str(spec), "--workers", "1", "--quiet"], capsys)[:3] == (0, "", "")
+    plan = plan_runs(read_spec(spec), tmp_path, run_meaning)
+    assert rows(plan, tmp_path / "s.results")[0]["jobs_killed_by_runlimit"] == 0
+    # Another run limit in the same file is another run, not a result reused.
+    queues.write_text('[{"name": "normal", "priority": 30, "run_limit_s": 600}]')
+    code, stdout, _ = run_cli(["sweep", str(spec), "--workers", "1"], capsys)
+    assert code == 0 and "1 run: 0 already done, 1 run now" in stdout
+    plan = plan_runs(read_spec(spec), tmp_path, run_meaning)
+    assert rows(plan, tmp_path / "s.results")[0]["jobs_killed_by_runlimit"] > 0
+
+
+def test_options_in_another_order_are_the_same_run(tmp_path: Path) -> None:
+    one = read_spec_text(tmp_path, 'traces = ["generated"]\n[axes]\njobs = [9]\nhosts = [7]\n')
+    two = read_spec_text(
+        tmp_path, 'traces = ["generated"]\n[options]\nhosts = 7\n[axes]\njobs = [9]\n'
+    )
+    assert [run.key for run in one] == [run.key for run in two]
+    three = read_spec_text(tmp_path, 'traces = ["generated"]\n[axes]\njobs = [9]\nhosts = [8]\n')
+    assert [run.key for run in three] != [run.key for run in one]
+
+
+def read_spec_text(folder: Path, text: str) -> list[RunSpec]:
+    spec = folder / "spec.toml"
+    spec.write_text(text)
+    return plan_runs(read_spec(spec), folder, run_meaning)
+
+
+def test_a_trace_changed_while_the_sweep_runs_is_an_error_not_a_result(tmp_path: Path) -> None:
+    trace = tmp_path / "t.swf"
+    trace.write_text("1 0 0 100 1 -1 -1 1 100 -1 1 1 1 1 1 -1 -1 -1\n")
+    (run,) = read_spec_text(tmp_path, 'traces = ["t.swf"]\n[options]\nhosts = 2\n')
+    assert _timed_run(sweep_run, run.options, run.files)["error"] is None
+    trace.write_text("1 0 0 900 1 -1 -1 1 900 -1 1 1 1 1 1 -1 -1 -1\n")
+    result = _timed_run(sweep_run, run.options, run.files)
+    assert result["report"] is None
+    assert result["error"].startswith(f"{trace} changed while the sweep ran")
+
+
+def test_a_stored_result_that_is_not_one_is_run_again(tmp_path: Path) -> None:
+    (run,) = read_spec_text(tmp_path, 'traces = ["generated"]\n[options]\njobs = 50\n')
+    out = tmp_path / "out"
+    (out / "runs").mkdir(parents=True)
+    for text in ('{"key": "x"}', f'{{"key": "{run.key}"}}', "[1]", '{"key": '):
+        (out / "runs" / f"{run.key}.json").write_text(text)
+        assert stored(out, run) is None
+    assert run_sweep([run], sweep_run, out, workers=1).ran == 1
+    assert stored(out, run) is not None
+    assert (out / "runs" / f"{run.key}.json").stat().st_mode & 0o044  # not 0600
+
+
+class _QuietHandler(http.server.BaseHTTPRequestHandler):
+    def log_message(self, format: str, *args: object) -> None:
+        """Say nothing of the refused handshakes."""
+
+
+def test_a_peer_that_is_not_a_dask_scheduler_is_one_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # An HTTP server, as at a Dask dashboard's port: it never answers Dask's handshake.
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), http.server.BaseHTTPRequestHandler)
+    server.daemon_threads = True
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        spec = tmp_path / "s.toml"
+        spec.write_text('traces = ["generated"]\n[options]\njobs = 10\n')
+        address = f"tcp://127.0.0.1:{server.server_address[1]}"
+        code, _, stderr = run_cli(["sweep", str(spec), "--scheduler-address", address], capsys)
+    finally:
+        server.shutdown()
+    assert code == 2
+    assert stderr.startswith(f"xce-sched: error: --scheduler-address {address}: ")
+    assert stderr.count("\n") == 1
+    for address in ("garbage", "tcp://127.0.0.1:", "tcp://127.0.0.1:99999", "inproc://x"):
+        code, _, stderr = run_cli(["sweep", str(spec), "--scheduler-address", address], capsys)
+        assert (code, stderr) == (
+            2,
+            f"xce-sched: error: --scheduler-address {address}: not a Dask scheduler "
+            "address (tcp://HOST:PORT)\n",
+        )

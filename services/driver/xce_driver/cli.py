@@ -43,6 +43,7 @@ import asyncio
 import math
 import os
 import re
+import shlex
 import shutil
 import stat
 import sys
@@ -1851,11 +1852,16 @@ def sweep_command(args: argparse.Namespace) -> int:
     if out.exists() and not out.is_dir():
         raise UserError(f"--out {out}: is not a folder")
     _check_figure_outputs("--plot", args.plot, args.html, [("SPEC", args.spec)])
+    results = {out / name for name in ("results.parquet", "results.csv", "runs")}
+    if args.html is not None and Path(args.html).absolute() in {p.absolute() for p in results}:
+        raise UserError(f"--html {args.html}: is the sweep's own result")
     try:
         spec = read_spec(spec_path)
-        plan = plan_runs(spec, spec_path.parent)
+        plan = plan_runs(spec, spec_path.parent, run_meaning)
     except SweepError as exc:
-        raise UserError(str(exc)) from None
+        raise UserError(
+            str(exc) if str(exc).startswith(args.spec) else f"{args.spec}: {exc}"
+        ) from None
     except OSError as exc:
         raise UserError(f"{args.spec}: {exc.strerror or exc}") from None
     try:
@@ -1884,6 +1890,7 @@ def sweep_command(args: argparse.Namespace) -> int:
         f"table {out / 'results.parquet'} and {out / 'results.csv'}"
     )
     runs = _sweep_table(table, list(spec.axes))
+    undrawn = None
     with tempfile.TemporaryDirectory(prefix="xce-sched-plot-") as scratch:
         if args.plot or args.html:
             from xce_driver.experiments.result_files import ResultError, plot_results
@@ -1891,15 +1898,40 @@ def sweep_command(args: argparse.Namespace) -> int:
             try:  # what xce-sched plot draws of the table
                 drawn = plot_results([out / "results.parquet"], Path(scratch))
             except ResultError as exc:
-                raise UserError(f"--plot/--html: {exc}") from None
-            page = (summary, [runs, *drawn.tables[1:]], drawn.notes)
-            _write_outputs(_figure_outputs("--plot", args.plot, args.html, drawn.figures, page))
+                if not failed:
+                    raise UserError(f"--plot/--html: {exc}") from None
+                undrawn = f"--plot/--html: nothing drawn: {exc}"
+            else:
+                page = (summary, [runs, *drawn.tables[1:]], drawn.notes)
+                figures = drawn.figures
+                _write_outputs(_figure_outputs("--plot", args.plot, args.html, figures, page))
     if not args.quiet:
         print(summary)
         _print_table(_stdout(), *runs)
     for row in failed:
         _say_error(f"run {row['options']}: {row['error']}")
+    if undrawn is not None:  # a table of failed runs may have nothing left to draw
+        _say_error(undrawn)
     return 1 if failed else 0
+
+
+#: What a run's key leaves out of its parsed options: outputs, and paths whose
+#: files' SHA-256 stand for them (sweep.FILE_OPTIONS, the trace).
+_NOT_MEANING = ("workload", "queues", "policy_config", "quiet", "command")
+
+
+def run_meaning(options: tuple[str, ...]) -> dict[str, object]:
+    """What a sweep's run options mean: ``simulate``'s parsed options, paths and
+    outputs aside (``sweep.plan_runs`` keys a run by it).
+
+    Raises:
+        SweepError: options ``simulate`` refuses, naming them.
+    """
+    try:
+        parsed = simulate_options(options)
+    except UserError as exc:
+        raise SweepError(f"run {shlex.join(options)}: {exc}") from None
+    return {name: value for name, value in vars(parsed).items() if name not in _NOT_MEANING}
 
 
 def _sweep_table(table: Sequence[dict[str, Any]], axes: Sequence[str]) -> TableData:

@@ -39,14 +39,19 @@ from __future__ import annotations
 
 import hashlib
 import itertools
+import json
 import logging
+import math
 import os
+import re
 import shlex
+import signal
 import tempfile
+import threading
 import time
 import tomllib
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any
@@ -57,13 +62,24 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from xce_schemas.errors import describe
 
 from xce_driver.experiments.compare import PER_RUN_OUTPUTS, option_name, scalar_figures
+from xce_driver.workloads.swf import printable
 
 #: The trace name of the embedded generated workload.
 GENERATED = "generated"
 #: How long to wait for an existing Dask scheduler to answer, s.
 CONNECT_TIMEOUT_S = 10
 #: Bumped when a stored result would no longer be what a run gives.
-RESULT_VERSION = 1
+RESULT_VERSION = 2
+#: At most this many runs in a sweep.
+MAX_RUNS = 100_000
+#: Options whose value is a file that the run reads: its SHA-256 is part of the
+#: run's key, and a relative path is the spec folder's, as a trace's.
+FILE_OPTIONS = ("--queues", "--policy-config")
+#: An option's name in a spec: a simulate option without (or with) its ``--``.
+_OPTION_NAME = re.compile(r"(--)?[a-z][a-z0-9]*(-[a-z0-9]+)*")
+#: A Dask scheduler's address: tcp:// or tls://, a host (an IPv6 one in brackets)
+#: and a port.
+_ADDRESS = re.compile(r"(tcp|tls)://(\[[0-9A-Fa-f:.]+\]|[^\s:/\[\]]+):([0-9]{1,5})")
 
 #: The value of an option in a spec: a word, a number or a flag.
 OptionValue = str | int | float | bool
@@ -111,6 +127,11 @@ def read_spec(path: str | Path) -> SweepSpec:
     except ValidationError as exc:
         raise SweepError(f"{path}: {describe(exc)}") from None
     for name in [*spec.options, *spec.axes]:
+        if not _OPTION_NAME.fullmatch(name):
+            raise SweepError(
+                f"{path}: {name!r}: not an option name (a simulate option without its "
+                "--: max-jobs, policy, ...)"
+            )
         option = option_name(name)
         if option in PER_RUN_OUTPUTS or option in ("--workload", "--seed"):
             where = "traces and seeds" if option in ("--workload", "--seed") else "OUT/runs"
@@ -118,6 +139,17 @@ def read_spec(path: str | Path) -> SweepSpec:
     both = sorted(set(map(option_name, spec.options)) & set(map(option_name, spec.axes)))
     if both:
         raise SweepError(f"{path}: {both[0][2:]} is both an option and an axis")
+    lists: list[tuple[str, Sequence[object]]] = [("traces", spec.traces), ("seeds", spec.seeds)]
+    lists += [(f"axes.{name}", axis) for name, axis in spec.axes.items()]
+    for field, values in lists:
+        seen: set[str] = set()
+        for index, value in enumerate(values):
+            if repr(value) in seen:
+                raise SweepError(f"{path}: {field}[{index}]: {value!r} is given twice")
+            seen.add(repr(value))
+    runs = len(spec.traces) * len(spec.seeds) * math.prod(map(len, spec.axes.values()))
+    if runs > MAX_RUNS:
+        raise SweepError(f"{path}: {runs:,} runs, more than the ceiling of {MAX_RUNS:,}")
     return spec
 
 
@@ -142,6 +174,9 @@ class RunSpec:
         seed: its ``--seed``.
         axes: each axis's column name → the value this run takes.
         options: the whole ``simulate`` command line of the run.
+        files: each file the run reads (its trace, its ``FILE_OPTIONS``) → its
+            SHA-256 when the sweep was planned; a run whose file changed since
+            fails rather than keep figures under a key they are not of.
     """
 
     key: str
@@ -150,6 +185,7 @@ class RunSpec:
     seed: int
     axes: dict[str, OptionValue]
     options: tuple[str, ...]
+    files: dict[str, str]
 
 
 def file_sha256(path: Path) -> str:
@@ -166,38 +202,80 @@ def column_name(name: str) -> str:
     return option_name(name)[2:].replace("-", "_")
 
 
-def plan_runs(spec: SweepSpec, base: Path) -> list[RunSpec]:
+def plan_runs(
+    spec: SweepSpec, base: Path, canonical: Callable[[tuple[str, ...]], object]
+) -> list[RunSpec]:
     """Every run of ``spec`` (traces, then axes in order, the last varying fastest,
-    then seeds), trace paths resolved against ``base`` (the spec's folder).
+    then seeds), paths (traces, ``FILE_OPTIONS``) resolved against ``base`` (the
+    spec's folder).
+
+    A run's key is the SHA-256 of ``RESULT_VERSION``, its trace's SHA-256 (or
+    ``generated``), the SHA-256 of each file option's file, and
+    ``canonical(options)``: what the options mean (the parsed options, paths
+    aside), so that the same run spelled in another order has the same key.
+
+    Args:
+        canonical: the meaning of a run's options; raises ``SweepError`` for
+            options that are not a run (naming them).
 
     Raises:
-        SweepError: a trace that is not a readable file.
+        SweepError: a trace or file that is not a readable file, or options that
+            are not a run.
     """
-    fixed = [word for name, value in spec.options.items() for word in option_words(name, value)]
+    checksums: dict[Path, str] = {}
+
+    def checksum(what: str, name: str) -> tuple[str, str]:
+        path = (base / name).resolve()
+        if path not in checksums:
+            try:
+                checksums[path] = file_sha256(path)
+            except OSError as exc:
+                raise SweepError(f"{what} {name}: {exc.strerror or exc}") from None
+        return str(path), checksums[path]
+
+    fixed: list[str] = []
+    files: dict[str, str] = {}
+    file_keys: dict[str, str] = {}
+    for name, value in spec.options.items():
+        words = option_words(name, value)
+        if option_name(name) in FILE_OPTIONS and len(words) == 2:
+            path, digest = checksum(f"options.{name}:", words[1])
+            words[1], files[path], file_keys[option_name(name)] = path, digest, digest
+        fixed += words
     runs = []
     for trace in spec.traces:
-        if trace == GENERATED:
-            workload: list[str] = []
-            checksum = GENERATED
-        else:
-            path = (base / trace).resolve()
-            try:
-                checksum = file_sha256(path)
-            except OSError as exc:
-                raise SweepError(f"trace {trace}: {exc.strerror or exc}") from None
-            workload = ["--workload", str(path)]
+        workload: list[str] = []
+        trace_files = dict(files)
+        trace_sum = GENERATED
+        if trace != GENERATED:
+            path, trace_sum = checksum("traces:", trace)
+            workload = ["--workload", path]
+            trace_files[path] = trace_sum
         for point in itertools.product(*spec.axes.values()):
             varied = dict(zip(spec.axes, point, strict=True))
-            words = [w for name, value in varied.items() for w in option_words(name, value)]
+            words = []
+            run_files, run_keys = dict(trace_files), dict(file_keys)
+            for name, value in varied.items():
+                pair = option_words(name, value)
+                if option_name(name) in FILE_OPTIONS and len(pair) == 2:
+                    path, digest = checksum(f"axes.{name}:", pair[1])
+                    pair[1], run_files[path], run_keys[option_name(name)] = path, digest, digest
+                words += pair
             for seed in spec.seeds:
                 options = (*fixed, *words, "--seed", str(seed))
-                # The workload's path is left out of the key: its checksum stands
-                # for it, so a trace moved elsewhere keeps its results.
+                meaning = {
+                    "version": RESULT_VERSION,
+                    "trace": trace_sum,
+                    "files": run_keys,
+                    "options": canonical(options),
+                }
                 key = hashlib.sha256(
-                    orjson.dumps({"version": RESULT_VERSION, "trace": checksum, "options": options})
+                    orjson.dumps(meaning, option=orjson.OPT_SORT_KEYS, default=str)
                 ).hexdigest()
                 axes = {column_name(name): value for name, value in varied.items()}
-                runs.append(RunSpec(key, trace, checksum, seed, axes, (*workload, *options)))
+                runs.append(
+                    RunSpec(key, trace, trace_sum, seed, axes, (*workload, *options), run_files)
+                )
     return runs
 
 
@@ -212,23 +290,53 @@ def result_path(out: Path, key: str) -> Path:
 
 
 def stored(out: Path, run: RunSpec) -> dict[str, Any] | None:
-    """The stored result of ``run``, None when there is none (or it is unreadable)."""
+    """The stored result of ``run``: None when there is none, or none that can be
+    its (unreadable, cut short, of another key, with neither a report nor an
+    error)."""
     try:
-        result = orjson.loads(result_path(out, run.key).read_bytes())
-    except (OSError, orjson.JSONDecodeError):
+        result = json.loads(result_path(out, run.key).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
         return None
-    return result if isinstance(result, dict) else None
+    if not isinstance(result, dict) or result.get("key") != run.key:
+        return None
+    if not isinstance(result.get("report"), dict) and not result.get("error"):
+        return None
+    return result
 
 
-def _timed_run(runner: Runner, options: tuple[str, ...]) -> dict[str, Any]:
-    """Run on a worker: the runner's result and its wall time (s)."""
+def _changed(files: Mapping[str, str]) -> str | None:
+    """The first of ``files`` whose SHA-256 is no longer the planned one."""
+    for path, digest in files.items():
+        try:
+            now = file_sha256(Path(path))
+        except OSError:
+            now = ""
+        if now != digest:
+            return path
+    return None
+
+
+def _timed_run(
+    runner: Runner, options: tuple[str, ...], files: Mapping[str, str]
+) -> dict[str, Any]:
+    """Run on a worker: the runner's result and its wall time (s); an error when a
+    file it reads is not (or no longer) the one the sweep was planned with."""
     started = time.perf_counter()
-    result = runner(options)
+    changed = _changed(files)
+    result = runner(options) if changed is None else {}
+    changed = changed or _changed(files)
+    if changed is not None:
+        result = {
+            "report": None,
+            "error": f"{changed} changed while the sweep ran (its SHA-256 is not the "
+            "planned one); run the sweep again",
+        }
     return {**result, "wall_s": round(time.perf_counter() - started, 3)}
 
 
 def _keep(out: Path, run: RunSpec, result: Mapping[str, Any]) -> None:
-    """Write a run's result, whole or not at all."""
+    """Write a run's result, whole or not at all (JSON; a path that is not valid
+    UTF-8 kept by its escapes)."""
     document = {
         "key": run.key,
         "trace": run.trace,
@@ -242,9 +350,16 @@ def _keep(out: Path, run: RunSpec, result: Mapping[str, Any]) -> None:
     }
     target = result_path(out, run.key)
     fd, temporary = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".part")
-    with os.fdopen(fd, "wb") as handle:
-        handle.write(orjson.dumps(document, option=orjson.OPT_INDENT_2))
-    os.replace(temporary, target)
+    try:
+        with os.fdopen(fd, "w", encoding="ascii") as handle:
+            json.dump(document, handle, indent=2)
+        umask = os.umask(0)
+        os.umask(umask)
+        os.chmod(temporary, 0o666 & ~umask)
+        os.replace(temporary, target)
+    finally:
+        with suppress(OSError):
+            os.unlink(temporary)
 
 
 @dataclass(frozen=True, slots=True)
@@ -262,30 +377,72 @@ def dask_client(scheduler_address: str | None, workers: int) -> Iterator[Any]:
     """A Dask client: of the cluster at ``scheduler_address``, or of a new local
     cluster of ``workers`` one-thread worker processes (closed on exit).
 
+    The local cluster's processes are started with SIGINT ignored: Ctrl-C in a
+    terminal reaches the whole process group, and the sweep, not each worker,
+    answers it (the workers end with the cluster).
+
     Raises:
-        SweepError: the scheduler cannot be reached within ``CONNECT_TIMEOUT_S``, or
-            its address is not one.
+        SweepError: not a scheduler address, or no Dask scheduler answered there
+            within ``CONNECT_TIMEOUT_S``; a local cluster that did not start.
     """
     from distributed import Client, LocalCluster  # a second to import: only when run
 
     if scheduler_address is not None:
-        try:
-            client = Client(scheduler_address, timeout=f"{CONNECT_TIMEOUT_S}s")
-        except (OSError, ValueError) as exc:  # unreachable, or not an address
-            raise SweepError(f"--scheduler-address {scheduler_address}: {exc}") from None
-        with client:
+        with _connect(Client, scheduler_address) as client:
             yield client
         return
-    with (
-        LocalCluster(
+    main = threading.current_thread() is threading.main_thread()
+    previous = signal.signal(signal.SIGINT, signal.SIG_IGN) if main else None
+    try:
+        cluster = LocalCluster(
             n_workers=workers,
             threads_per_worker=1,
             processes=True,
             dashboard_address=None,
             silence_logs=logging.ERROR,
-        ) as cluster,
-        Client(cluster) as client,
-    ):
+        )
+    except Exception as exc:  # any failure to start is one line
+        raise SweepError(f"the local Dask cluster did not start: {exc}") from None
+    finally:
+        if previous is not None:
+            signal.signal(signal.SIGINT, previous)
+    with cluster, Client(cluster) as client:
+        yield client
+
+
+@contextmanager
+def _connect(client_class: Any, address: str) -> Iterator[Any]:
+    """A client of the scheduler at ``address``, connected in a thread of its own so
+    that a peer that is not a Dask scheduler (an HTTP server, a dashboard port)
+    cannot hold the sweep past ``CONNECT_TIMEOUT_S``.
+
+    Raises:
+        SweepError: naming ``--scheduler-address`` and why.
+    """
+    where = f"--scheduler-address {address}"
+    match = _ADDRESS.fullmatch(address)
+    if match is None or not 0 < int(match.group(3)) < 65536:
+        raise SweepError(f"{where}: not a Dask scheduler address (tcp://HOST:PORT)")
+    box: dict[str, Any] = {}
+
+    def connect() -> None:
+        try:
+            box["client"] = client_class(address, timeout=f"{CONNECT_TIMEOUT_S}s")
+        except BaseException as exc:  # any failure to connect is said in one line
+            box["error"] = exc
+
+    thread = threading.Thread(target=connect, name="xce-sweep-connect", daemon=True)
+    thread.start()
+    thread.join(CONNECT_TIMEOUT_S + 5)
+    if "client" not in box:
+        error = box.get("error")
+        why = (
+            f"no Dask scheduler answered within {CONNECT_TIMEOUT_S} s"
+            if error is None
+            else f"{type(error).__name__}: {str(error).splitlines()[0] if str(error) else ''}"
+        )
+        raise SweepError(f"{where}: {why}")
+    with box["client"] as client:
         yield client
 
 
@@ -326,7 +483,9 @@ def run_sweep(
 
         with dask_client(scheduler_address, workers) as client:
             futures = {
-                client.submit(_timed_run, runner, run.options, key=f"xce-run-{run.key}"): run
+                client.submit(
+                    _timed_run, runner, run.options, run.files, key=f"xce-run-{run.key}"
+                ): run
                 for run in {run.key: run for run in todo}.values()
             }
             for future in as_completed(futures):
@@ -385,7 +544,7 @@ def write_tables(table: Sequence[Mapping[str, object]], out: Path) -> tuple[Path
     pq.write_table(pa.table(arrays) if arrays else pa.table({}), temporary)
     os.replace(temporary, parquet)
     temporary = out / ".results.csv.part"
-    with temporary.open("w", newline="", encoding="utf-8") as handle:
+    with temporary.open("w", newline="", encoding="utf-8", errors="surrogateescape") as handle:
         writer = csv.writer(handle)
         writer.writerow(columns)
         for row in full:
@@ -399,7 +558,10 @@ def _column(values: list[object]) -> Any:
     mixing int and float become float), else text."""
     import pyarrow as pa
 
+    # A path that is not valid UTF-8 (its undecodable bytes kept as surrogates) is
+    # shown with U+FFFD, as everywhere a name is shown.
+    values = [printable(value) if isinstance(value, str) else value for value in values]
     try:
         return pa.array(values)
-    except (pa.ArrowInvalid, pa.ArrowTypeError):
+    except (pa.ArrowInvalid, pa.ArrowTypeError, OverflowError):
         return pa.array([None if value is None else str(value) for value in values])
