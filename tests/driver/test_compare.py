@@ -76,7 +76,7 @@ def test_job_diff_matches_jobs_by_jobid_and_orders_by_how_far_they_moved() -> No
     diff = job_diff(base, other, top=1)
     assert [(j.jobid, j.moved_s) for j in diff.moved] == [(2, 30)]
     assert diff.jobs_moved == 2
-    assert diff.mean_moved_s == round((0 + 30 - 15) / 3, 3)
+    assert diff.mean_moved_s == (30 - 15) / 2  # over the jobs that moved: 2 and 3
     assert (diff.only_base, diff.only_other) == ((4,), (5,))
 
 
@@ -154,6 +154,11 @@ def test_compare_equals_single_simulations_and_diffs_their_jobs(
         (["--config", "--policy sjf", "--config", "--bogus 1"], "configuration '--bogus 1': "),
         (["--vary", "policy=builtin_fcfs"], "a comparison needs two configurations or more"),
         (["--config", "--jobs-out j.csv", "--config", ""], "--jobs-out is an output of a single"),
+        (["--vary", "policy=sjf,wfp3", "--record", "r.jsonl"], "--record is an output of a single"),
+        (
+            ["--vary", "policy=sjf,wfp3", "--jobs-out", "j.csv"],
+            "--jobs-out is an output of a single",
+        ),
     ],
 )
 def test_compare_says_which_configuration_is_wrong(

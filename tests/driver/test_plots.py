@@ -529,3 +529,27 @@ def test_simulate_html_alone_leaves_no_figure_behind(tmp_path, capsys):
     assert run_cli(["simulate", *SMALL, "--quiet", "--html", str(page)], capsys)[0] == 0
     assert [p.name for p in tmp_path.iterdir()] == ["run.html"]
     assert page.read_text(encoding="utf-8").count('<img src="data:image/png;base64,') == 4
+
+
+@pytest.mark.parametrize(
+    ("outputs", "message"),
+    [
+        (
+            ["--report", "{f}/gantt.png"],
+            "--report {f}/gantt.png: --plot {f} holds the figures' files",
+        ),
+        (
+            ["--html", "{f}/wait_cdf.svg"],
+            "--html {f}/wait_cdf.svg: --plot {f} holds the figures' files",
+        ),
+        (["--jobs-out", "{f}"], "--jobs-out {f}: is the --plot folder"),
+    ],
+)
+def test_no_other_output_is_the_figures_folder_or_one_of_its_figures(
+    tmp_path: Path, outputs: list[str], message: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    folder = tmp_path / "figures"
+    argv = ["simulate", *SMALL, "--quiet", "--plot", str(folder)]
+    code, _, stderr = run_cli([*argv, *(o.format(f=folder) for o in outputs)], capsys)
+    assert (code, stderr) == (2, f"xce-sched: error: {message.format(f=folder)}\n")
+    assert not folder.exists()

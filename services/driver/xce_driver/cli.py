@@ -71,6 +71,7 @@ from xce_schemas.errors import describe
 from xce_driver.config_files import PolicyConfigError, read_policy_config
 from xce_driver.event_file import write_event_file
 from xce_driver.experiments.compare import (
+    PER_RUN_OUTPUTS,
     CompareError,
     JobDiff,
     configurations,
@@ -79,7 +80,7 @@ from xce_driver.experiments.compare import (
     job_diff,
     labels_of,
 )
-from xce_driver.experiments.html_report import cell_text
+from xce_driver.experiments.html_report import cell_text, numeric_columns
 from xce_driver.experiments.sweep import (
     SweepError,
     column_name,
@@ -1198,6 +1199,16 @@ def _check_figure_outputs(
             raise UserError(f"{option} {folder}: is not a folder")
         if not target.exists() and not target.parent.is_dir():
             raise UserError(f"{option} {folder}: folder {target.parent} does not exist")
+        # The figures' folder is theirs: no other output may be it, or one of the
+        # .png and .svg files drawn into it.
+        for other, path in [*others, ("--html", html)]:
+            if path is None:
+                continue
+            where = Path(os.path.abspath(path))
+            if where == Path(os.path.abspath(folder)):
+                raise UserError(f"{other} {path}: is the {option} folder")
+            if where.parent == Path(os.path.abspath(folder)) and where.suffix in (".png", ".svg"):
+                raise UserError(f"{other} {path}: {option} {folder} holds the figures' files")
     if html is None:
         return
     inside = folder is not None and os.path.abspath(Path(html).parent) == os.path.abspath(folder)
@@ -1708,6 +1719,12 @@ def compare_command(args: argparse.Namespace, common: Sequence[str]) -> int:
         configs = configurations(args.config, args.vary)
     except CompareError as exc:
         raise UserError(str(exc)) from None
+    for option in PER_RUN_OUTPUTS:
+        if any(word == option or word.startswith(f"{option}=") for word in common):
+            raise UserError(
+                f"{option} is an output of a single run; compare writes --report, --plot "
+                "and --html for all of its runs"
+            )
     labels = labels_of(configs)
     runs: list[argparse.Namespace] = []
     for label, config in zip(labels, configs, strict=True):
@@ -1786,8 +1803,6 @@ def _comparison_figures(
     return _figure_outputs("--plot", args.plot, args.html, figures, page)
 
 
-#: A cell that is a figure: a number (with separators, a sign, a unit, a ratio) or n/a.
-_FIGURE = re.compile(r"n/a$|[-+]?[0-9.,]+(e[-+]?[0-9]+)?( s)?( \([0-9.e+-]+\))?$|$")
 #: A table to print or to put in the HTML page: caption, header, rows.
 TableData = tuple[str, list[str], list[list[object]]]
 
@@ -1813,7 +1828,7 @@ def _comparison_tables(
         )
         moved: list[list[object]] = [
             [
-                job.jobid,
+                str(job.jobid),
                 f"{job.tasks:,}",
                 f"{job.submit_s:,}",
                 f"{job.base_start_s:,}",
@@ -1837,11 +1852,11 @@ def _print_table(
     if not rows:
         return
     table = Table()
+    numeric = numeric_columns(len(header), rows)
     for index, column in enumerate(header):
-        figures = all(_FIGURE.match(str(row[index])) for row in rows)
-        table.add_column(column, justify="right" if figures else "left")
+        table.add_column(column, justify="right" if numeric[index] else "left")
     for row in rows:
-        table.add_row(*(str(cell) for cell in row))
+        table.add_row(*(cell_text(cell) for cell in row))
     console.print(table)
 
 

@@ -166,7 +166,7 @@ class JobDiff:
         moved: the ``top`` jobs whose start moved most (largest |moved_s| first,
             then by jobid), of those that started in both runs.
         jobs_moved: how many jobs started at another time.
-        mean_moved_s: mean of moved_s over the jobs that started in both (s).
+        mean_moved_s: mean of moved_s over the jobs that moved (s; None: none did).
         only_base, only_other: jobids that started in one run only (in order).
     """
 
@@ -196,7 +196,7 @@ def job_diff(
             continue
         both.append(MovedJob(jobid, a.tasks, a.submit_s, a_start, b_start))
     moved = sorted((job for job in both if job.moved_s), key=lambda j: (-abs(j.moved_s), j.jobid))
-    mean = round(sum(job.moved_s for job in both) / len(both), 3) if both else None
+    mean = round(sum(job.moved_s for job in moved) / len(moved), 3) if moved else None
     return JobDiff(tuple(moved[:top]), len(moved), mean, tuple(only_base), tuple(only_other))
 
 

@@ -24,6 +24,7 @@ _STYLE = """
 body { font-family: sans-serif; margin: 1.5em auto; max-width: 1100px; color: #222; }
 h1 { font-size: 1.4em; }
 table { border-collapse: collapse; margin: 1em 0 2em; }
+.wide { overflow-x: auto; }
 caption { font-weight: bold; text-align: left; padding-bottom: 0.3em; }
 th, td { border: 1px solid #ccc; padding: 0.2em 0.6em; vertical-align: top; }
 th { background: #f0f0f0; text-align: left; }
@@ -58,14 +59,15 @@ def _is_number(value: object) -> bool:
     return isinstance(value, int | float) and not isinstance(value, bool)
 
 
-def _numeric_columns(width: int, rows: Sequence[Sequence[object]]) -> list[bool]:
-    """Which columns to right-align: those whose every cell (None aside) is a number
-    or a text that starts with one (a figure with its unit: ``"5,658 / 0 s"``,
-    ``"29.5%"``, a size class ``"3-4"``)."""
+def numeric_columns(width: int, rows: Sequence[Sequence[object]]) -> list[bool]:
+    """Which of ``width`` columns to right-align: those whose every cell is a number,
+    empty, ``n/a``, or a text that starts with a number (a figure with its unit or
+    ratio: ``"5,658 / 0 s"``, ``"29.5%"``, ``"1,730.93 (1.12)"``, a size class
+    ``"3-4"``)."""
     numeric = [True] * width
     for row in rows:
         for index, value in enumerate(row[:width]):
-            if value is None or _is_number(value):
+            if value is None or _is_number(value) or value in ("", "n/a"):
                 continue
             if not (isinstance(value, str) and _LEADING_NUMBER.match(value)):
                 numeric[index] = False
@@ -73,19 +75,21 @@ def _numeric_columns(width: int, rows: Sequence[Sequence[object]]) -> list[bool]
 
 
 def _table(caption: str, header: Sequence[str], rows: Sequence[Sequence[object]]) -> list[str]:
-    out = ["<table>", f"<caption>{html.escape(caption)}</caption>", "<thead><tr>"]
+    # A wide table scrolls in its own box rather than running off the page.
+    out = ['<div class="wide">', "<table>", f"<caption>{html.escape(caption)}</caption>"]
+    out += ["<thead><tr>"]
     out += [f"<th>{html.escape(str(name))}</th>" for name in header]
     out += ["</tr></thead>", "<tbody>"]
-    numeric = _numeric_columns(max([len(header), *map(len, rows)]), rows)
+    numeric = numeric_columns(max([len(header), *map(len, rows)]), rows)
     for row in rows:
         cells = "".join(
             f'<td class="num">{html.escape(cell_text(value))}</td>'
-            if _is_number(value) or numeric[index]
+            if numeric[index]
             else f"<td>{html.escape(cell_text(value))}</td>"
             for index, value in enumerate(row)
         )
         out.append(f"<tr>{cells}</tr>")
-    out += ["</tbody>", "</table>"]
+    out += ["</tbody>", "</table>", "</div>"]
     return out
 
 
