@@ -326,3 +326,19 @@ def test_a_peer_that_is_not_a_dask_scheduler_is_one_line(
             f"xce-sched: error: --scheduler-address {address}: not a Dask scheduler "
             "address (tcp://HOST:PORT)\n",
         )
+
+
+def test_a_sweep_in_a_folder_whose_name_is_not_utf8(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    folder = Path(os.fsdecode(bytes(tmp_path) + b"/g\xff"))
+    folder.mkdir()
+    spec = folder / "s.toml"
+    spec.write_text(
+        'traces = ["generated"]\n[options]\njobs = 30\n[axes]\npolicy = ["sjf", "wfp3"]\n'
+    )
+    argv = ["sweep", str(spec), "--workers", "1", "--quiet", "--html", str(folder / "p.html")]
+    assert run_cli(argv, capsys)[:3] == (0, "", "")
+    table = pq.read_table((folder / "s.results" / "results.parquet").open("rb")).to_pylist()
+    assert table[0]["error"] == "" and table[0]["jobs_finished"] == 30
+    assert (folder / "p.html").stat().st_size > 0

@@ -1899,7 +1899,7 @@ def sweep_command(args: argparse.Namespace) -> int:
     except OSError as exc:
         raise UserError(f"--out {out}: {exc.strerror or exc}") from None
     failed = [row for row in table if row["error"]]
-    summary = (
+    summary = printable(
         f"xce-sched sweep: {args.spec}: {_plural(outcome.runs, 'run')}: "
         f"{outcome.already_done:,} already done, {outcome.ran:,} run now; "
         f"table {out / 'results.parquet'} and {out / 'results.csv'}"

@@ -431,9 +431,10 @@ def gantt_figure(
     figure = _new_figure(GANTT_EXTRA_IN + GANTT_PANEL_IN * len(labels))
     axes = figure.subplots(len(labels), 1, sharex=True, squeeze=False)[:, 0]
     left_out = len(runs) - len(labels)
+    # Two lines: one would run past the figure's edges with a long label.
     figure.suptitle(
         f"Jobs on hosts from {window[0]:,} to {window[1]:,} s, day {window[0] / 86400:,.1f} to "
-        f"{window[1] / 86400:,.1f} ({how})"
+        f"{window[1] / 86400:,.1f}\n({how})"
         + (f"; {left_out} more configuration(s) not drawn" if left_out else "")
     )
     for ax, label in zip(axes, labels, strict=True):

@@ -27,6 +27,7 @@ from xce_driver.experiments.plots import (
 )
 from xce_driver.metrics import breakdown
 from xce_driver.report import Report
+from xce_driver.workloads.swf import printable
 
 
 class ResultError(ValueError):
@@ -156,8 +157,9 @@ def read_sweep_table(path: Path, numbers: Sequence[str] = SWEEP_METRICS) -> list
         import pyarrow
         import pyarrow.parquet
 
-        try:
-            table = pyarrow.parquet.read_table(path)
+        try:  # through a file object: pyarrow takes a path as UTF-8, a name need not be
+            with open(path, "rb") as handle:
+                table = pyarrow.parquet.read_table(handle)
         except pyarrow.ArrowException as exc:
             raise ResultError(f"{path}: not a Parquet table ({exc})") from None
         rows = table.to_pylist()
@@ -289,8 +291,9 @@ def plot_results(
             "--slots N is needed with per-job CSVs: utilization needs the cluster's slots "
             "(simulate's summary gives them: cluster ... slots)"
         )
-    stems = [path.stem for path in paths]
-    labels = stems if len(set(stems)) == len(stems) else [str(path) for path in paths]
+    # A name that is not valid UTF-8 is drawn with U+FFFD, as it is shown everywhere.
+    stems = [printable(path.stem) for path in paths]
+    labels = stems if len(set(stems)) == len(stems) else [printable(str(p)) for p in paths]
     if len(set(labels)) < len(labels):
         raise ResultError("a per-job CSV is given twice")
     runs = {label: read_jobs_csv(path) for label, path in zip(labels, paths, strict=True)}

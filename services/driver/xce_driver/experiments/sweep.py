@@ -541,7 +541,9 @@ def write_tables(table: Sequence[Mapping[str, object]], out: Path) -> tuple[Path
     arrays = {name: _column([row[name] for row in full]) for name in columns}
     parquet, csv_path = out / "results.parquet", out / "results.csv"
     temporary = out / ".results.parquet.part"
-    pq.write_table(pa.table(arrays) if arrays else pa.table({}), temporary)
+    # Through a file object: pyarrow takes a path as UTF-8, which a name need not be.
+    with temporary.open("wb") as handle:
+        pq.write_table(pa.table(arrays) if arrays else pa.table({}), handle)
     os.replace(temporary, parquet)
     temporary = out / ".results.csv.part"
     with temporary.open("w", newline="", encoding="utf-8", errors="surrogateescape") as handle:
