@@ -305,7 +305,7 @@ def test_a_peer_that_is_not_a_dask_scheduler_is_one_line(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     # An HTTP server, as at a Dask dashboard's port: it never answers Dask's handshake.
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), http.server.BaseHTTPRequestHandler)
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _QuietHandler)
     server.daemon_threads = True
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
