@@ -21,6 +21,8 @@ from xce_driver.emulator import JobRecord
 from xce_driver.experiments import plots, result_files
 from xce_driver.metrics import breakdown, size_class, time_series
 
+from tests.driver.test_cli import run_cli
+
 #: A small generated workload: quick, and busy enough to queue.
 SMALL = ["--jobs", "300", "--hosts", "32"]
 FIGURES = ["utilization", "wait_cdf", "slowdown_by_size", "gantt"]
@@ -261,12 +263,6 @@ def test_sweep_figures_names_and_errors(tmp_path):
 
 
 # The command line: simulate --plot / --html, and plot.
-
-
-def run_cli(argv: list[str], capsys) -> tuple[int, str, str]:
-    code = main(argv)
-    out, err = capsys.readouterr()
-    return code, out, err
 
 
 def test_plot_of_a_jobs_csv_draws_what_simulate_plot_draws(tmp_path, capsys):
@@ -553,3 +549,32 @@ def test_no_other_output_is_the_figures_folder_or_one_of_its_figures(
     code, _, stderr = run_cli([*argv, *(o.format(f=folder) for o in outputs)], capsys)
     assert (code, stderr) == (2, f"xce-sched: error: {message.format(f=folder)}\n")
     assert not folder.exists()
+
+
+def test_the_gantt_window_is_the_one_asked_for(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    folder = tmp_path / "figures"
+    argv = ["simulate", *SMALL, "--quiet", "--plot", str(folder)]
+    assert run_cli([*argv, "--gantt-window", "3600:7200"], capsys)[0] == 0
+    records = result_files.read_jobs_csv(jobs_csv(tmp_path, capsys))
+    figure = plots.gantt_figure({"fcfs": records}, 32, (3600, 7200))
+    assert figure.axes[0].get_xlim() == pytest.approx((60.0, 120.0))  # in minutes
+    assert "from 3,600 to 7,200 s" in figure.get_suptitle()
+    for bad, message in [
+        ("7200:3600", "argument --gantt-window: '7200:3600': FROM must be 0 or more and below TO"),
+        ("1h:2h", "argument --gantt-window: '1h:2h' is not FROM:TO"),
+    ]:
+        code, _, stderr = run_cli([*argv, "--gantt-window", bad], capsys)
+        assert code == 2 and stderr.startswith(f"xce-sched: error: {message}")
+    code, _, stderr = run_cli(["simulate", *SMALL, "--gantt-window", "0:60"], capsys)
+    assert (code, stderr) == (
+        2,
+        "xce-sched: error: --gantt-window sets the Gantt chart of --plot and --html; give one\n",
+    )
+
+
+def jobs_csv(folder: Path, capsys: pytest.CaptureFixture[str]) -> Path:
+    path = folder / "jobs.csv"
+    assert run_cli(["simulate", *SMALL, "--quiet", "--jobs-out", str(path)], capsys)[0] == 0
+    return path

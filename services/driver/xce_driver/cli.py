@@ -506,6 +506,7 @@ def build_parser(parser_class: type[_Parser] = _Parser) -> argparse.ArgumentPars
         metavar="OUT.html",
         help="write one self-contained HTML page: the summary and the figures",
     )
+    _add_gantt_window(sim)
     sim.add_argument("--quiet", action="store_true", help="print no summary table")
 
     emu = commands.add_parser(
@@ -647,6 +648,8 @@ def _refuse_ignored(args: argparse.Namespace) -> None:
             "--host-mem is the memory --swf-memory reserves from; without --swf-memory no "
             "job reserves memory"
         )
+    if getattr(args, "gantt_window", None) is not None and not (args.plot or args.html):
+        raise UserError("--gantt-window sets the Gantt chart of --plot and --html; give one")
     drawn = ("series_out", "plot", "html")
     if getattr(args, "sample_interval", None) is not None and not any(
         getattr(args, name) for name in drawn
@@ -1257,7 +1260,13 @@ def _simulation_figures(
     report = result.report
     label = report.policy + ("" if report.backfill == "greedy" else f", {report.backfill}")
     records = {label: list(result.records.values())}
-    figures = run_figures(records, report.slots, scratch, interval_s=args.sample_interval)
+    figures = run_figures(
+        records,
+        report.slots,
+        scratch,
+        interval_s=args.sample_interval,
+        gantt_window=args.gantt_window,
+    )
     sizes = [
         [
             name,
@@ -1625,6 +1634,7 @@ def _add_experiment_commands(commands: Any) -> None:
     )
     cmp.add_argument("--report", metavar="OUT.json", help="write every report and diff as JSON")
     _add_figure_options(cmp, "the configurations' figures together")
+    _add_gantt_window(cmp)
     cmp.add_argument("--quiet", action="store_true", help="print no tables")
     swp = commands.add_parser(
         "sweep",
@@ -1664,6 +1674,32 @@ def _add_figure_options(sub: argparse.ArgumentParser, what: str) -> None:
         metavar="OUT.html",
         help="write one self-contained page: the tables and the figures",
     )
+
+
+def _add_gantt_window(sub: argparse.ArgumentParser) -> None:
+    """``--gantt-window FROM:TO`` of the commands that draw runs."""
+    sub.add_argument(
+        "--gantt-window",
+        type=_time_window,
+        metavar="FROM:TO",
+        help="the Gantt chart's window, s from the trace origin (default: the busiest 2 days)",
+    )
+
+
+def _time_window(text: str) -> tuple[int, int]:
+    """The argparse type of ``--gantt-window``: ``FROM:TO``, whole seconds from the
+    trace origin, 0 <= FROM < TO <= 10**10."""
+    start, sep, end = text.partition(":")
+    if not sep or not _WHOLE.fullmatch(start) or not _WHOLE.fullmatch(end):
+        raise argparse.ArgumentTypeError(
+            f"{show_text(text)} is not FROM:TO (whole seconds from the trace origin)"
+        )
+    window = (int(start), int(end))
+    if not 0 <= window[0] < window[1] <= 10**10:
+        raise argparse.ArgumentTypeError(
+            f"{show_text(text)}: FROM must be 0 or more and below TO, TO at most 10**10 s"
+        )
+    return window
 
 
 def simulate_options(options: Sequence[str]) -> argparse.Namespace:
@@ -1715,6 +1751,8 @@ def compare_command(args: argparse.Namespace, common: Sequence[str]) -> int:
     """Run ``xce-sched compare``: ``common`` are the simulate options of every run."""
     _check_figure_outputs("--plot", args.plot, args.html, [("--report", args.report)])
     _check_outputs([("--report", args.report)])
+    if args.gantt_window is not None and not (args.plot or args.html):
+        raise UserError("--gantt-window sets the Gantt chart of --plot and --html; give one")
     try:
         configs = configurations(args.config, args.vary)
     except CompareError as exc:
@@ -1794,7 +1832,7 @@ def _comparison_figures(
     records = {
         label: list(result.records.values()) for label, result in zip(labels, results, strict=True)
     }
-    figures = run_figures(records, slots.pop(), scratch)
+    figures = run_figures(records, slots.pop(), scratch, gantt_window=args.gantt_window)
     page: tuple[str, Sequence[Any], Sequence[str]] = (
         f"xce-sched compare: {results[0].report.workload}",
         tables,
@@ -1997,6 +2035,7 @@ def _add_plot_command(commands: Any) -> None:
         help="sweep table: the column on the x axis (default: the first configuration "
         "column that takes more than one value, seed and trace aside)",
     )
+    _add_gantt_window(plot)
 
 
 def plot_command(args: argparse.Namespace) -> int:
@@ -2016,6 +2055,7 @@ def plot_command(args: argparse.Namespace) -> int:
             Path(scratch),
             slots=args.slots,
             axis=args.axis,
+            gantt_window=args.gantt_window,
         )
         page = (drawn.title, drawn.tables, drawn.notes)
         _write_outputs(_figure_outputs("--out", args.out, args.html, drawn.figures, page))

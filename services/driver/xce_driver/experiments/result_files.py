@@ -252,14 +252,20 @@ def _sweep_file(path: Path) -> bool:
 
 
 def plot_results(
-    paths: Sequence[Path], out_dir: Path, *, slots: int | None = None, axis: str | None = None
+    paths: Sequence[Path],
+    out_dir: Path,
+    *,
+    slots: int | None = None,
+    axis: str | None = None,
+    gantt_window: tuple[int, int] | None = None,
 ) -> PlotResults:
     """Draw result files (``xce-sched plot``): per-job CSVs of ``simulate --jobs-out``,
     together with ``run_figures`` (each labelled by its file stem, or by its path
     when two stems are the same; ``slots`` needed), or one sweep table with
     ``sweep_figures`` against ``axis`` (default: the first configuration column that
     takes more than one value; one line per value of ``policy``, or of the next
-    such column when the axis is ``policy``).
+    such column when the axis is ``policy``). ``gantt_window``: the Gantt chart's
+    window (s from the trace origin; per-job CSVs only).
 
     Raises:
         ResultError: per-job CSVs and a sweep table mixed, several sweep tables,
@@ -281,6 +287,8 @@ def plot_results(
             raise ResultError(
                 "--slots sizes the cluster of per-job CSVs; a sweep table has its own"
             )
+        if gantt_window is not None:
+            raise ResultError("--gantt-window sets the Gantt chart of per-job CSVs")
         return _plot_sweep(paths[0], out_dir, axis)
     if axis is not None:
         raise ResultError(
@@ -297,7 +305,7 @@ def plot_results(
     if len(set(labels)) < len(labels):
         raise ResultError("a per-job CSV is given twice")
     runs = {label: read_jobs_csv(path) for label, path in zip(labels, paths, strict=True)}
-    figures = run_figures(runs, slots, out_dir)
+    figures = run_figures(runs, slots, out_dir, gantt_window=gantt_window)
     header = [
         "configuration",
         "jobs",
