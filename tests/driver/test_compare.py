@@ -159,6 +159,11 @@ def test_compare_equals_single_simulations_and_diffs_their_jobs(
             ["--vary", "policy=sjf,wfp3", "--jobs-out", "j.csv"],
             "--jobs-out is an output of a single",
         ),
+        (
+            ["--vary", "policy=sjf,wfp3", "--jobs-o", "j.csv"],
+            "configuration 'policy=sjf': unrecognized arguments: --jobs-o j.csv",
+        ),
+        (["--config=--help", "--config", ""], "configuration '--help': --help is not an option"),
     ],
 )
 def test_compare_says_which_configuration_is_wrong(

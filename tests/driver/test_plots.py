@@ -578,3 +578,28 @@ def jobs_csv(folder: Path, capsys: pytest.CaptureFixture[str]) -> Path:
     path = folder / "jobs.csv"
     assert run_cli(["simulate", *SMALL, "--quiet", "--jobs-out", str(path)], capsys)[0] == 0
     return path
+
+
+def test_a_sweep_figure_of_runs_that_agree_to_the_last_digit(tmp_path: Path) -> None:
+    # Three seeds of a trace give the same figures: the mean of three equal floats
+    # can fall an ulp below them, which made a negative error bar (matplotlib refuses).
+    rows = [
+        {"trace": "t", "policy": policy, "seed": seed, "mean_wait_s": 2933.058, "error": ""}
+        for policy in ("sjf", "wfp3")
+        for seed in (1, 2, 3)
+    ]
+    paths = plots.sweep_figures(rows, "policy", tmp_path, metrics=("mean_wait_s",), line="trace")
+    assert [path.name for path in paths] == [
+        "sweep_mean_wait_s_vs_policy.png",
+        "sweep_mean_wait_s_vs_policy.svg",
+    ]
+
+
+def test_too_many_samples_is_one_line_naming_the_option(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    argv = ["simulate", *SMALL, "--quiet", "--series-out", str(tmp_path / "s.csv")]
+    code, _, stderr = run_cli([*argv, "--sample-interval", "1"], capsys)
+    assert code == 2
+    assert stderr.startswith("xce-sched: error: --sample-interval 1 s gives ")
+    assert "more than 200,000: give a longer interval" in stderr

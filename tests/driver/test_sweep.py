@@ -132,16 +132,22 @@ def test_a_failed_run_is_a_row_with_its_error_and_the_sweep_exits_1(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     spec = tmp_path / "s.toml"
+    # The second queue map changes nothing (the generated jobs are all in queue 1):
+    # simulate refuses it once it has read the workload, so the run fails as it runs.
     spec.write_text(
-        'traces = ["generated"]\n[options]\njobs = 100\n[axes]\npolicy = ["sjf", "nosuch"]\n'
+        'traces = ["generated"]\n[options]\njobs = 100\n'
+        '[axes]\nswf-queues = ["1=normal:30", "7=other:30"]\n'
     )
     code, _, stderr = run_cli(["sweep", str(spec), "--workers", "1", "--quiet"], capsys)
     assert code == 1
-    assert stderr.startswith("xce-sched: error: run --jobs 100 --policy nosuch --seed 1: unknown")
+    assert stderr.startswith(
+        "xce-sched: error: run --jobs 100 --swf-queues 7=other:30 --seed 1: lublin"
+    )
     table = pq.read_table(tmp_path / "s.results" / "results.parquet").to_pylist()
-    assert [row["policy"] for row in table] == ["sjf", "nosuch"]
+    assert [row["swf_queues"] for row in table] == ["1=normal:30", "7=other:30"]
     assert table[0]["error"] == "" and table[0]["mean_wait_s"] is not None
-    assert "unknown picker 'nosuch'" in table[1]["error"] and table[1]["mean_wait_s"] is None
+    assert "no record simulated is in queue 7" in table[1]["error"]
+    assert table[1]["mean_wait_s"] is None
 
 
 @pytest.mark.parametrize(
@@ -169,6 +175,22 @@ def test_a_failed_run_is_a_row_with_its_error_and_the_sweep_exits_1(
         ('traces = ["generated"]\n[axes]\n"" = [1]\n', "s.toml: '': not an option name"),
         ('traces = ["generated"]\n[axes]\nmax_jobs = [1]\n', "s.toml: 'max_jobs': not an option"),
         ('traces = ["generated"]\nseeds = [1, 2, 1]\n', "s.toml: seeds[2]: 1 is given twice"),
+        (
+            'traces = ["generated"]\n[options]\njobs-o = "x.csv"\n',
+            "s.toml: run --jobs-o x.csv --seed 1: unrecognized arguments: --jobs-o x.csv",
+        ),
+        (
+            'traces = ["generated"]\n[options]\nhelp = true\n',
+            "s.toml: run --help --seed 1: --help is not an option of a run",
+        ),
+        (
+            'traces = ["generated"]\n[axes]\npolicy = ["sjf", "nosuch"]\n',
+            "s.toml: run --policy nosuch --seed 1: unknown picker 'nosuch'",
+        ),
+        (
+            'traces = ["generated"]\n[options]\nsample-interval = 10\n',
+            "s.toml: run --sample-interval 10 --seed 1: --sample-interval sets the samples",
+        ),
         (
             'traces = ["generated"]\nseeds = [1, 2]\n[axes]\njobs = [1, 2, 3, 4, 5, 6, 7, 8, 9, 10]\n'
             "max-jobs = [1, 2, 3, 4, 5, 6, 7, 8, 9, 10]\nround-interval = "

@@ -160,7 +160,14 @@ class UserError(Exception):
 
 
 class _Parser(argparse.ArgumentParser):
-    """An argument parser whose usage errors are one line, ``xce-sched: error: ...``."""
+    """An argument parser whose usage errors are one line, ``xce-sched: error: ...``,
+    and which takes options by their whole names only: an abbreviation (``--jobs-o``
+    for ``--jobs-out``) is refused, never guessed (a run of a comparison or a sweep
+    must be the options it names)."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        kwargs.setdefault("allow_abbrev", False)
+        super().__init__(*args, **kwargs)
 
     def error(self, message: str) -> NoReturn:
         self.exit(2, f"{PROG}: error: {printable(message)}\n")
@@ -450,6 +457,13 @@ class _RunOptionsParser(_Parser):
 
     def error(self, message: str) -> NoReturn:
         raise UserError(message)
+
+    def exit(self, status: int = 0, message: str | None = None) -> NoReturn:
+        # Only --help exits a parse that has no error: a run has no help to print.
+        raise UserError(message or "--help is not an option of a run")
+
+    def print_help(self, file: Any = None) -> None:
+        """Print nothing: ``exit`` says --help is not a run's option."""
 
 
 def build_parser(parser_class: type[_Parser] = _Parser) -> argparse.ArgumentParser:
@@ -1159,7 +1173,12 @@ def simulate(args: argparse.Namespace) -> int:
         "--plot",
         args.plot,
         args.html,
-        [("--record", args.record), ("--report", args.report), ("--jobs-out", args.jobs_out)],
+        [
+            ("--record", args.record),
+            ("--report", args.report),
+            ("--jobs-out", args.jobs_out),
+            ("--series-out", args.series_out),
+        ],
     )
     result, workload = simulation_of(args)
     report = result.report
@@ -1207,10 +1226,10 @@ def _check_figure_outputs(
         for other, path in [*others, ("--html", html)]:
             if path is None:
                 continue
-            where = Path(os.path.abspath(path))
-            if where == Path(os.path.abspath(folder)):
+            where = Path(os.path.realpath(path))
+            if where == Path(os.path.realpath(folder)):
                 raise UserError(f"{other} {path}: is the {option} folder")
-            if where.parent == Path(os.path.abspath(folder)) and where.suffix in (".png", ".svg"):
+            if where.parent == Path(os.path.realpath(folder)) and where.suffix in (".png", ".svg"):
                 raise UserError(f"{other} {path}: {option} {folder} holds the figures' files")
     if html is None:
         return
@@ -1906,7 +1925,7 @@ def sweep_command(args: argparse.Namespace) -> int:
         raise UserError(f"--out {out}: is not a folder")
     _check_figure_outputs("--plot", args.plot, args.html, [("SPEC", args.spec)])
     results = {out / name for name in ("results.parquet", "results.csv", "runs")}
-    if args.html is not None and Path(args.html).absolute() in {p.absolute() for p in results}:
+    if args.html is not None and os.path.realpath(args.html) in map(os.path.realpath, results):
         raise UserError(f"--html {args.html}: is the sweep's own result")
     try:
         spec = read_spec(spec_path)
@@ -1982,7 +2001,12 @@ def run_meaning(options: tuple[str, ...]) -> dict[str, object]:
     """
     try:
         parsed = simulate_options(options)
-    except UserError as exc:
+        # What simulate checks before it reads the workload: the picker, options
+        # that would change nothing, the queue and policy files.
+        _refuse_ignored(parsed)
+        load_registry().pickers.get(parsed.policy)
+        _policy_options(parsed, _load_queues(parsed.queues))
+    except (UserError, ConfigError) as exc:
         raise SweepError(f"run {shlex.join(options)}: {exc}") from None
     return {name: value for name, value in vars(parsed).items() if name not in _NOT_MEANING}
 

@@ -33,6 +33,8 @@ SLOWDOWN_BOUND_S = 10
 PERCENTILES = {"p50": 50.0, "p90": 90.0, "p99": 99.0}
 #: Samples of a time series when no interval is given.
 DEFAULT_SAMPLES = 1000
+#: At most this many samples in a time series (a run of a year at 5-min samples).
+MAX_SAMPLES = 200_000
 
 
 def percentile(values: Sequence[float], q: float) -> float | None:
@@ -154,7 +156,8 @@ def time_series(
     last change (see the module docstring for what counts).
 
     Raises:
-        ValueError: ``slots`` or ``interval_s`` below 1.
+        ValueError: ``slots`` or ``interval_s`` below 1, or more than
+            ``MAX_SAMPLES`` samples (the message names ``--sample-interval``).
     """
     if slots < 1:
         raise ValueError(f"a cluster of {slots} slots")
@@ -180,6 +183,12 @@ def time_series(
     changes.sort()
     first, last = changes[0][0], changes[-1][0]
     step = interval_s or max(1, math.ceil((last - first) / DEFAULT_SAMPLES))
+    samples = (last - first) // step + 1
+    if samples > MAX_SAMPLES:
+        raise ValueError(
+            f"--sample-interval {step} s gives {samples:,} samples over the run's "
+            f"{last - first:,} s, more than {MAX_SAMPLES:,}: give a longer interval"
+        )
     series = TimeSeries(step, [], [], [], [], [])
     pending = running = busy = 0
     index = 0

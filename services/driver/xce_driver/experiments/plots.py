@@ -556,8 +556,9 @@ def sweep_figure(
         for index, (by_line, points) in enumerate(lines.items()):
             order = sorted(points, key=lambda x: position[x])
             means = [statistics.fmean(points[x]) for x in order]
-            low = [m - min(points[x]) for m, x in zip(means, order, strict=True)]
-            high = [max(points[x]) - m for m, x in zip(means, order, strict=True)]
+            # At least 0: the mean of equal values can fall an ulp outside them.
+            low = [max(0.0, m - min(points[x])) for m, x in zip(means, order, strict=True)]
+            high = [max(0.0, max(points[x]) - m) for m, x in zip(means, order, strict=True)]
             # Lines side by side on a categorical axis, so error bars do not hide each other.
             dodge = 0.0 if numeric else 0.03 * (index - (len(lines) - 1) / 2)
             ax.errorbar(
