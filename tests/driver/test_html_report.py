@@ -57,6 +57,8 @@ def test_a_column_of_figures_with_units_is_right_aligned():
     text = render_html("t", [("c", ["size", "what"], [["3-4", "5,658 s"], ["1", "easy"]])], [])
     assert '<td class="num">3-4</td>' in text and "<td>easy</td>" in text
     assert "<td>5,658 s</td>" in text  # its column holds a word too
+    # A header stands over its column as the column's cells do.
+    assert '<th class="num">size</th>' in text and "<th>what</th>" in text
 
 
 def test_page_is_self_contained_and_deterministic(tmp_path):

@@ -28,7 +28,7 @@ table { border-collapse: collapse; margin: 1em 0 2em; }
 caption { font-weight: bold; text-align: left; padding-bottom: 0.3em; }
 th, td { border: 1px solid #ccc; padding: 0.2em 0.6em; vertical-align: top; }
 th { background: #f0f0f0; text-align: left; }
-td.num { text-align: right; font-variant-numeric: tabular-nums; white-space: nowrap; }
+td.num, th.num { text-align: right; font-variant-numeric: tabular-nums; white-space: nowrap; }
 figure { margin: 1em 0 2em; }
 figure img { max-width: 100%; height: auto; border: 1px solid #eee; }
 figcaption { font-family: monospace; color: #555; }
@@ -77,10 +77,16 @@ def numeric_columns(width: int, rows: Sequence[Sequence[object]]) -> list[bool]:
 def _table(caption: str, header: Sequence[str], rows: Sequence[Sequence[object]]) -> list[str]:
     # A wide table scrolls in its own box rather than running off the page.
     out = ['<div class="wide">', "<table>", f"<caption>{html.escape(caption)}</caption>"]
-    out += ["<thead><tr>"]
-    out += [f"<th>{html.escape(str(name))}</th>" for name in header]
-    out += ["</tr></thead>", "<tbody>"]
     numeric = numeric_columns(max([len(header), *map(len, rows)]), rows)
+    out += ["<thead><tr>"]
+    # A header stands over its column as the column's cells do.
+    out += [
+        f'<th class="num">{html.escape(str(name))}</th>'
+        if numeric[index]
+        else f"<th>{html.escape(str(name))}</th>"
+        for index, name in enumerate(header)
+    ]
+    out += ["</tr></thead>", "<tbody>"]
     for row in rows:
         cells = "".join(
             f'<td class="num">{html.escape(cell_text(value))}</td>'
