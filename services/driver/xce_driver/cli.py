@@ -71,7 +71,6 @@ from xce_schemas.errors import describe
 from xce_driver.config_files import PolicyConfigError, read_policy_config
 from xce_driver.event_file import write_event_file
 from xce_driver.experiments.compare import (
-    PER_RUN_OUTPUTS,
     CompareError,
     JobDiff,
     configurations,
@@ -79,6 +78,7 @@ from xce_driver.experiments.compare import (
     figure_rows,
     job_diff,
     labels_of,
+    refuse_run_outputs,
 )
 from xce_driver.experiments.html_report import cell_text, numeric_columns
 from xce_driver.experiments.sweep import (
@@ -1133,6 +1133,16 @@ def _run(
     return result
 
 
+def _file_outputs(args: argparse.Namespace) -> list[tuple[str, str | None]]:
+    """``simulate``'s file outputs but the figures: (option, path or None) each."""
+    return [
+        ("--record", args.record),
+        ("--report", args.report),
+        ("--jobs-out", args.jobs_out),
+        ("--series-out", args.series_out),
+    ]
+
+
 def simulation_of(args: argparse.Namespace) -> tuple[SimulationResult, MappedWorkload]:
     """Check ``simulate``'s options and files, then run the simulation they describe
     (writing ``--record``, not the other outputs); the result and the workload run.
@@ -1142,15 +1152,7 @@ def simulation_of(args: argparse.Namespace) -> tuple[SimulationResult, MappedWor
         UserError: a user mistake in the options or the files (one line).
         ConfigError, MappingError, SwfError, PluginError: as ``main`` reports them.
     """
-    _check_outputs(
-        [
-            ("--record", args.record),
-            ("--report", args.report),
-            ("--jobs-out", args.jobs_out),
-            ("--series-out", args.series_out),
-        ],
-        [("--workload", args.workload), ("--queues", args.queues)],
-    )
+    _check_outputs(_file_outputs(args), [("--workload", args.workload), ("--queues", args.queues)])
     _refuse_ignored(args)
     registry = load_registry()
     registry.pickers.get(args.policy)
@@ -1169,17 +1171,7 @@ def simulation_of(args: argparse.Namespace) -> tuple[SimulationResult, MappedWor
 
 def simulate(args: argparse.Namespace) -> int:
     """Run ``xce-sched simulate``; returns the exit status."""
-    _check_figure_outputs(
-        "--plot",
-        args.plot,
-        args.html,
-        [
-            ("--record", args.record),
-            ("--report", args.report),
-            ("--jobs-out", args.jobs_out),
-            ("--series-out", args.series_out),
-        ],
-    )
+    _check_figure_outputs("--plot", args.plot, args.html, _file_outputs(args))
     result, workload = simulation_of(args)
     report = result.report
     outputs: list[Output] = []
@@ -1776,12 +1768,10 @@ def compare_command(args: argparse.Namespace, common: Sequence[str]) -> int:
         configs = configurations(args.config, args.vary)
     except CompareError as exc:
         raise UserError(str(exc)) from None
-    for option in PER_RUN_OUTPUTS:
-        if any(word == option or word.startswith(f"{option}=") for word in common):
-            raise UserError(
-                f"{option} is an output of a single run; compare writes --report, --plot "
-                "and --html for all of its runs"
-            )
+    try:
+        refuse_run_outputs(common)
+    except CompareError as exc:
+        raise UserError(str(exc)) from None
     labels = labels_of(configs)
     runs: list[argparse.Namespace] = []
     for label, config in zip(labels, configs, strict=True):

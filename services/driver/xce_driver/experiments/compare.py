@@ -52,6 +52,20 @@ def option_name(name: str) -> str:
     return name if name.startswith("--") else f"--{name}"
 
 
+def refuse_run_outputs(words: Sequence[str]) -> None:
+    """Refuse ``simulate`` options among ``words`` that are a single run's outputs.
+
+    Raises:
+        CompareError: naming the first such option.
+    """
+    for option in PER_RUN_OUTPUTS:
+        if any(word == option or word.startswith(f"{option}=") for word in words):
+            raise CompareError(
+                f"{option} is an output of a single run; a comparison writes --report, "
+                "--plot and --html for all of its runs"
+            )
+
+
 def configurations(configs: Sequence[str], vary: Sequence[str]) -> list[Configuration]:
     """The configurations of a comparison: each ``--config`` string (none: one empty
     configuration) crossed with every combination of the ``--vary`` options.
@@ -87,12 +101,7 @@ def configurations(configs: Sequence[str], vary: Sequence[str]) -> list[Configur
     for (text, words), point in itertools.product(bases, itertools.product(*(v for _, v in axes))):
         varied = [(option, value) for (option, _), value in zip(axes, point, strict=True)]
         options = words + tuple(part for pair in varied for part in pair)
-        for option in PER_RUN_OUTPUTS:
-            if option in options or any(word.startswith(f"{option}=") for word in options):
-                raise CompareError(
-                    f"{option} is an output of a single run; a comparison writes --report, "
-                    "--plot and --html for all of its runs"
-                )
+        refuse_run_outputs(options)
         label = ", ".join([text] * bool(text) + [f"{o[2:]}={v}" for o, v in varied])
         out.append(Configuration(label or "as given", options))
     if len(out) < 2:
