@@ -61,7 +61,7 @@ from rich.table import Table
 from xce_driver.live.bridge import BridgeOptions
 from xce_driver.live.controller_bus import ensure_ctl_streams
 from xce_driver.live.event_codec import encode_batch
-from xce_driver.live.streams import ensure_streams
+from xce_kit.streams import ensure_streams
 from xce_schemas import BeginRound, CoreEvent, dump_event
 from xce_schemas.bus import EVENTS_BATCH_SUBJECT, EVENTS_STREAM
 from xce_schemas.controller import (

@@ -24,6 +24,7 @@ CORE = ROOT / "services" / "core" / "xce_core"
 SCHEMAS = ROOT / "schemas" / "xce_schemas"
 RECORDER = ROOT / "services" / "recorder" / "xce_recorder"
 ADMIN = ROOT / "services" / "admin" / "xce_admin"
+KIT = ROOT / "services" / "kit" / "xce_kit"
 
 #: Modules the core must never import (I/O, network, processes, threads, wall clock).
 CORE_FORBIDDEN = frozenset(
@@ -69,7 +70,21 @@ SCHEMAS_ALLOWED_THIRD_PARTY = frozenset({"pydantic", "pydantic_core", "xce_schem
 #: What the recorder may import besides the standard library (DESIGN.md: schemas,
 #: nats, redis; plus its metrics, JSON and validation libraries).
 RECORDER_ALLOWED = frozenset(
-    {"xce_recorder", "xce_schemas", "nats", "redis", "prometheus_client", "orjson", "pydantic"}
+    {
+        "xce_recorder",
+        "xce_kit",
+        "xce_schemas",
+        "nats",
+        "redis",
+        "prometheus_client",
+        "orjson",
+        "pydantic",
+    }
+)
+#: What the service kit may import: the bus contract and the services' client
+#: libraries, never a service (DESIGN.md: service plumbing is written once).
+KIT_ALLOWED = frozenset(
+    {"xce_kit", "xce_schemas", "nats", "redis", "prometheus_client", "orjson", "pydantic"}
 )
 #: What the admin API and ``xceadmin`` may import besides the standard library
 #: (DESIGN.md: schemas, nats, redis, fastapi; plus FastAPI's stack, the CLI's HTTP
@@ -77,6 +92,7 @@ RECORDER_ALLOWED = frozenset(
 ADMIN_ALLOWED = frozenset(
     {
         "xce_admin",
+        "xce_kit",
         "xce_schemas",
         "nats",
         "redis",
@@ -191,8 +207,8 @@ def test_the_schemas_rule_can_fail() -> None:
 
 @pytest.mark.parametrize(
     ("folder", "allowed"),
-    [(RECORDER, RECORDER_ALLOWED), (ADMIN, ADMIN_ALLOWED)],
-    ids=["recorder", "admin"],
+    [(RECORDER, RECORDER_ALLOWED), (ADMIN, ADMIN_ALLOWED), (KIT, KIT_ALLOWED)],
+    ids=["recorder", "admin", "kit"],
 )
 def test_services_import_only_what_the_layout_allows(folder: Path, allowed: frozenset[str]) -> None:
     files = sorted(folder.rglob("*.py"))

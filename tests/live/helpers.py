@@ -25,7 +25,7 @@ from xce_core.core import SchedCore
 from xce_core.errors import CoreError
 from xce_driver.live.event_codec import encode_batch
 from xce_driver.live.publish import publish_events
-from xce_driver.live.streams import ensure_streams
+from xce_kit.streams import ensure_streams
 from xce_schemas import (
     BeginRound,
     ConfigPush,

@@ -39,8 +39,8 @@ from xce_driver.live.bridge import Bridge, BridgeOptions, decode_ctl
 from xce_driver.live.controller_bus import Delivered, ensure_ctl_streams
 from xce_driver.live.core_service import CoreService, CoreServiceOptions
 from xce_driver.live.emulate import LiveEmulator
-from xce_driver.live.streams import ensure_streams
 from xce_driver.workloads.mapping import SimJob
+from xce_kit.streams import ensure_streams
 from xce_schemas import (
     CoreEvent,
     DeadLetter,

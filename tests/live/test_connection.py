@@ -5,7 +5,7 @@ from __future__ import annotations
 import logging
 
 import pytest
-from xce_driver.live.connection import connect_nats
+from xce_kit.connection import connect_nats
 
 from tests.live.helpers import run
 from tests.live.servers import free_port

@@ -26,7 +26,7 @@ from xce_driver.live.controller_bus import (
     ack_last,
     deliveries,
 )
-from xce_driver.live.pull import PullConsumer, stream_seq
+from xce_kit.pull import PullConsumer, stream_seq
 
 from tests.live.helpers import Stored, read_stream, run
 

@@ -26,7 +26,7 @@ from xce_core.core import SchedCore
 from xce_core.snapshot import save_snapshot
 from xce_driver.live.core_service import CoreService, CoreServiceOptions, _Batch
 from xce_driver.live.event_codec import decode_event
-from xce_driver.live.streams import ensure_streams
+from xce_kit.streams import ensure_streams
 from xce_schemas import (
     CoreCheckpoint,
     CoreEvent,

@@ -18,7 +18,7 @@ from nats.aio.client import Client as NatsClient
 from nats.errors import ConnectionClosedError
 from nats.js.api import AckPolicy, ConsumerConfig, StreamConfig
 from nats.js.errors import NotFoundError
-from xce_driver.live.pull import PullConsumer, _Request
+from xce_kit.pull import PullConsumer, _Request
 
 from tests.live.helpers import run
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 from nats.aio.msg import Msg
 from nats.errors import NotJSMessageError
-from xce_driver.live.pull import stream_seq
+from xce_kit.pull import stream_seq
 
 
 @pytest.mark.parametrize(

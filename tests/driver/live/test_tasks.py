@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import asyncio
 
-from xce_driver.live.tasks import cancel_and_wait
+from xce_kit.tasks import cancel_and_wait
 
 
 def test_a_task_that_loses_its_first_cancellations_is_ended_all_the_same() -> None:

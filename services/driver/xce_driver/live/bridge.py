@@ -65,6 +65,21 @@ from nats.js import JetStreamContext
 from nats.js.api import AckPolicy, ConsumerConfig, ConsumerInfo, DeliverPolicy
 from nats.js.errors import NotFoundError
 from pydantic import ValidationError
+from xce_kit.connection import connect_nats
+from xce_kit.options import (
+    LOG_LEVELS,
+    OneLineParser,
+    consumer_name,
+    log_level,
+    log_to_stderr,
+    port,
+    run_service,
+    seconds,
+    serve,
+)
+from xce_kit.pull import stream_seq
+from xce_kit.streams import ensure_streams
+from xce_kit.tasks import cancel_and_wait
 from xce_schemas import BeginRound, CoreEvent, dump_event
 from xce_schemas.bus import (
     DEADLETTER_STREAM,
@@ -95,7 +110,6 @@ from xce_schemas.controller import (
 )
 from xce_schemas.errors import describe
 
-from xce_driver.live.connection import connect_nats
 from xce_driver.live.controller_bus import (
     ChainedPublisher,
     Delivered,
@@ -110,20 +124,6 @@ from xce_driver.live.controller_bus import (
 )
 from xce_driver.live.event_codec import encode_batch, last_ts
 from xce_driver.live.metrics import BridgeMetrics
-from xce_driver.live.options import (
-    LOG_LEVELS,
-    OneLineParser,
-    consumer_name,
-    log_level,
-    log_to_stderr,
-    port,
-    run_service,
-    seconds,
-    serve,
-)
-from xce_driver.live.pull import stream_seq
-from xce_driver.live.streams import ensure_streams
-from xce_driver.live.tasks import cancel_and_wait
 
 log = logging.getLogger("xce_driver.live.bridge")
 

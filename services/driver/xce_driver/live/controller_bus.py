@@ -36,6 +36,8 @@ from nats.js.api import (
     StreamInfo,
 )
 from nats.js.errors import APIError, NotFoundError
+from xce_kit.pull import PullConsumer, stream_seq
+from xce_kit.streams import ensure_stream, stream_config
 from xce_schemas.bus import MSG_ID_HEADER
 from xce_schemas.controller import (
     CTL_DECISIONS_DUPLICATE_WINDOW_S,
@@ -45,9 +47,6 @@ from xce_schemas.controller import (
     CTL_STREAM,
     CTL_SUBJECTS,
 )
-
-from xce_driver.live.pull import PullConsumer, stream_seq
-from xce_driver.live.streams import ensure_stream, stream_config
 
 log = logging.getLogger("xce_driver.live.controller_bus")
 

@@ -110,6 +110,23 @@ from xce_core.core import SchedCore
 from xce_core.errors import CoreError
 from xce_core.plugins import PluginRegistry
 from xce_core.snapshot import load_snapshot, save_snapshot
+from xce_kit.connection import connect_nats
+from xce_kit.options import (
+    LOG_LEVELS,
+    OneLineParser,
+    consumer_name,
+    log_level,
+    log_to_stderr,
+    port,
+    redis_url,
+    run_service,
+    seconds,
+    serve,
+    whole,
+)
+from xce_kit.pull import PullConsumer, stream_seq
+from xce_kit.streams import DECISIONS_DUPLICATE_WINDOW_S, ensure_streams
+from xce_kit.tasks import cancel_and_wait
 from xce_schemas import CoreEvent, Decision, dump_decision
 from xce_schemas.admin import CORE_STATUS_KEY, CoreStatus, to_hash
 from xce_schemas.bus import (
@@ -136,27 +153,10 @@ from xce_schemas.bus import (
 from xce_schemas.controller import CTL_DECISIONS_STREAM
 from xce_schemas.errors import describe
 
-from xce_driver.live.connection import connect_nats
 from xce_driver.live.controller_bus import ChainedPublisher, Outgoing, msg_id_of, scan_tail
 from xce_driver.live.event_codec import Taken, data_of, decode_message
 from xce_driver.live.metrics import CoreMetrics
-from xce_driver.live.options import (
-    LOG_LEVELS,
-    OneLineParser,
-    consumer_name,
-    log_level,
-    log_to_stderr,
-    port,
-    redis_url,
-    run_service,
-    seconds,
-    serve,
-    whole,
-)
-from xce_driver.live.pull import PullConsumer, stream_seq
 from xce_driver.live.record_stream import RecordStream, ensure_record_stream
-from xce_driver.live.streams import DECISIONS_DUPLICATE_WINDOW_S, ensure_streams
-from xce_driver.live.tasks import cancel_and_wait
 from xce_driver.plugins import load_registry
 
 log = logging.getLogger("xce_driver.live.core_service")

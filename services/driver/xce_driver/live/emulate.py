@@ -64,6 +64,9 @@ from nats.js import JetStreamContext
 from nats.js.api import AckPolicy, ConsumerConfig, DeliverPolicy
 from nats.js.errors import NotFoundError
 from pydantic import ValidationError
+from xce_kit.connection import connect_nats
+from xce_kit.streams import EVENTS_DUPLICATE_WINDOW_S, ensure_stream, stream_config
+from xce_kit.tasks import cancel_and_wait
 from xce_schemas import (
     Dispatch,
     HostSpec,
@@ -111,7 +114,6 @@ from xce_driver.emulator import (
     refused_at_submission,
     rejected_by_controller,
 )
-from xce_driver.live.connection import connect_nats
 from xce_driver.live.controller_bus import (
     Delivered,
     InOrderReader,
@@ -122,8 +124,6 @@ from xce_driver.live.controller_bus import (
     publish_until_acked,
     stream_epoch,
 )
-from xce_driver.live.streams import EVENTS_DUPLICATE_WINDOW_S, ensure_stream, stream_config
-from xce_driver.live.tasks import cancel_and_wait
 from xce_driver.workloads.mapping import SimJob
 
 log = logging.getLogger("xce_driver.live.emulate")

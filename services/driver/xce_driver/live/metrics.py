@@ -11,23 +11,9 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from wsgiref.simple_server import WSGIServer
 
-from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, start_http_server
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
+from xce_kit.metrics import DEFAULT_METRICS_ADDR, serve_registry
 from xce_schemas import JobState
-
-
-def serve_registry(registry: CollectorRegistry, port: int, addr: str = "0.0.0.0") -> WSGIServer:
-    """Serve ``registry`` on ``http://addr:port/metrics`` from a daemon thread;
-    ``shutdown()`` the returned server to stop.
-
-    Raises:
-        OSError: the port cannot be bound; the message names it.
-    """
-    try:
-        server, _thread = start_http_server(port, addr, registry=registry)
-    except OSError as exc:
-        raise OSError(f"metrics port {addr}:{port}: {exc.strerror or exc}") from None
-    return server
-
 
 #: Round durations, s: from a small cluster's millisecond to a huge backlog's seconds.
 ROUND_BUCKETS_S = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0)
@@ -160,7 +146,7 @@ class CoreMetrics:
                 gauge.labels(queue=queue).set(count)
         self.totals = tuple(sum(counts[state].values()) for state in counts)  # type: ignore[assignment]
 
-    def serve(self, port: int, addr: str = "0.0.0.0") -> WSGIServer:
+    def serve(self, port: int, addr: str = DEFAULT_METRICS_ADDR) -> WSGIServer:
         """Serve ``/metrics`` on ``addr:port`` (``serve_registry``)."""
         return serve_registry(self.registry, port, addr)
 
@@ -225,6 +211,6 @@ class BridgeMetrics:
             "xce_bridge_last_event_ts_seconds", "ts of the last event stamped, s", registry=r
         )
 
-    def serve(self, port: int, addr: str = "0.0.0.0") -> WSGIServer:
+    def serve(self, port: int, addr: str = DEFAULT_METRICS_ADDR) -> WSGIServer:
         """Serve ``/metrics`` on ``addr:port`` (``serve_registry``)."""
         return serve_registry(self.registry, port, addr)

@@ -31,6 +31,7 @@ from nats.js import JetStreamContext
 from nats.js.api import StreamConfig
 from xce_core.core import SchedCore
 from xce_core.snapshot import save_snapshot
+from xce_kit.streams import ensure_stream, stream_config
 from xce_schemas import CoreEvent, Decision
 from xce_schemas.bus import (
     RECORD_DUPLICATE_WINDOW_S,
@@ -46,7 +47,6 @@ from xce_schemas.bus import (
     record_subject,
 )
 
-from xce_driver.live.streams import ensure_stream, stream_config
 from xce_driver.recording import RecordingWriter
 
 log = logging.getLogger("xce_driver.live.record_stream")

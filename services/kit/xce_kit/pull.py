@@ -40,7 +40,7 @@ from nats.errors import ConnectionClosedError, NotJSMessageError
 from nats.js.api import Header, StatusCode
 from nats.js.errors import APIError
 
-log = logging.getLogger("xce_driver.live.pull")
+log = logging.getLogger("xce_kit.pull")
 
 #: How long after its expiry an open request counts as over, answered or not, s. The
 #: server holds no request past its expiry, but does not always say so: under load,
