@@ -67,6 +67,17 @@ def seconds(text: str) -> float:
     return value
 
 
+def seconds_or_zero(text: str) -> float:
+    """A finite number of seconds, 0 or more (0: no limit)."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds") from None
+    if not math.isfinite(value) or value < 0:
+        raise argparse.ArgumentTypeError(f"{text} is not a finite number of seconds, 0 or more")
+    return value
+
+
 def redis_url(text: str) -> str:
     """A Redis URL: ``redis://``, ``rediss://`` or ``unix://``."""
     if urlsplit(text).scheme not in ("redis", "rediss", "unix"):

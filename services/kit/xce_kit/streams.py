@@ -7,6 +7,7 @@ that already exists is left as its operator configured it.
 from __future__ import annotations
 
 import logging
+from dataclasses import dataclass
 
 from nats.js import JetStreamContext
 from nats.js.api import RetentionPolicy, StorageType, StreamConfig, StreamInfo
@@ -30,12 +31,35 @@ DECISIONS_DUPLICATE_WINDOW_S = 3600.0
 EVENTS_DUPLICATE_WINDOW_S = 120.0
 
 
-def stream_configs(decisions_window_s: float = DECISIONS_DUPLICATE_WINDOW_S) -> list[StreamConfig]:
+@dataclass(frozen=True, slots=True)
+class StreamLimits:
+    """How much a stream keeps and on how many servers, for the streams a service
+    creates (one that exists is left as its operator configured it).
+
+    Attributes:
+        max_age_s: messages older than this are dropped, s; 0 keeps them forever.
+        max_bytes: the oldest messages are dropped beyond this size, bytes; -1 no limit.
+        replicas: copies of the stream on a JetStream cluster (1 on a lone server).
+    """
+
+    max_age_s: float = 0.0
+    max_bytes: int = -1
+    replicas: int = 1
+
+
+#: Limits of a stream created without any said: nothing expires, one copy.
+NO_LIMITS = StreamLimits()
+
+
+def stream_configs(
+    decisions_window_s: float = DECISIONS_DUPLICATE_WINDOW_S, limits: StreamLimits = NO_LIMITS
+) -> list[StreamConfig]:
     """The three streams: events, decisions, dead letters (file storage, limits
-    retention, nothing expires).
+    retention).
 
     Args:
         decisions_window_s: duplicate window of ``XCE_DECISIONS``, s (> 0).
+        limits: retention and replicas of each.
 
     Raises:
         ValueError: a window of 0 or less.
@@ -43,21 +67,26 @@ def stream_configs(decisions_window_s: float = DECISIONS_DUPLICATE_WINDOW_S) -> 
     if decisions_window_s <= 0:
         raise ValueError(f"duplicate window must be positive, not {decisions_window_s} s")
     return [
-        stream_config(EVENTS_STREAM, EVENTS_SUBJECTS, EVENTS_DUPLICATE_WINDOW_S),
-        stream_config(DECISIONS_STREAM, DECISIONS_SUBJECTS, decisions_window_s),
-        stream_config(DEADLETTER_STREAM, DEADLETTER_SUBJECTS, EVENTS_DUPLICATE_WINDOW_S),
+        stream_config(EVENTS_STREAM, EVENTS_SUBJECTS, EVENTS_DUPLICATE_WINDOW_S, limits),
+        stream_config(DECISIONS_STREAM, DECISIONS_SUBJECTS, decisions_window_s, limits),
+        stream_config(DEADLETTER_STREAM, DEADLETTER_SUBJECTS, EVENTS_DUPLICATE_WINDOW_S, limits),
     ]
 
 
-def stream_config(name: str, subject: str, window_s: float) -> StreamConfig:
-    """A stream of the XCE bus: ``subject`` (a wildcard) kept in files, nothing
-    expiring, repeated message ids dropped within ``window_s`` seconds."""
+def stream_config(
+    name: str, subject: str, window_s: float, limits: StreamLimits = NO_LIMITS
+) -> StreamConfig:
+    """A stream of the XCE bus: ``subject`` (a wildcard) kept in files within
+    ``limits``, repeated message ids dropped within ``window_s`` seconds."""
     return StreamConfig(
         name=name,
         subjects=[subject],
         retention=RetentionPolicy.LIMITS,
         storage=StorageType.FILE,
         duplicate_window=window_s,
+        max_age=limits.max_age_s or None,
+        max_bytes=limits.max_bytes,
+        num_replicas=limits.replicas,
     )
 
 
@@ -86,7 +115,9 @@ async def ensure_stream(js: JetStreamContext, config: StreamConfig) -> StreamInf
 
 
 async def ensure_streams(
-    js: JetStreamContext, decisions_window_s: float = DECISIONS_DUPLICATE_WINDOW_S
+    js: JetStreamContext,
+    decisions_window_s: float = DECISIONS_DUPLICATE_WINDOW_S,
+    limits: StreamLimits = NO_LIMITS,
 ) -> None:
     """Create whichever of the three streams does not exist yet (``ensure_stream``);
     warn when one that exists keeps repeats for less than asked.
@@ -94,11 +125,12 @@ async def ensure_streams(
     Args:
         js: a JetStream context of a connected client.
         decisions_window_s: duplicate window of ``XCE_DECISIONS`` when it is created, s.
+        limits: retention and replicas of the streams created now.
 
     Raises:
         nats.errors.Error: the server refuses (e.g. JetStream is off) or does not answer.
     """
-    for config in stream_configs(decisions_window_s):
+    for config in stream_configs(decisions_window_s, limits):
         info = await ensure_stream(js, config)
         if info is None:
             continue
