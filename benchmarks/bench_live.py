@@ -3,6 +3,7 @@ bridge → controller) over a real NATS JetStream and Redis.
 
     python -m benchmarks.bench_live [--latency-rate 1000] [--seconds 8]
         [--rates 1000,2500,5000,10000,20000] [--step-seconds 4] [--round-interval 0.1]
+        [--auth] [--tls]
 
 It starts ``nats-server -js`` and ``redis-server`` on free loopback ports (the live
 tests' helper, ``tests/live/servers.py``), the core service and the bridge as their
@@ -25,6 +26,12 @@ controller events per job, one DISPATCH decision, a PEND only when it waited.
 3. **Baseline, same process:** a raw JetStream round trip without the core: publish
    one message, consume it with a pull consumer; its p50/p99 at the latency rate,
    and its throughput pipelined; the ratios live / raw.
+
+With ``--auth`` the servers run with ``xce-bus-config``'s configuration (nkey users,
+subject permissions, Redis ACL users; ``tests/live/secured.py``) and each process as
+its role: the services as core and bridge, the controller as controller, the
+benchmark's own reads of the streams as ops. ``--tls`` adds TLS on NATS with client
+certificates (made for the run), so every connection is encrypted and authenticated.
 
 Everything shares this machine's cores (the servers, the two services and this
 controller); the figures are what it measures here, nothing is extrapolated.
@@ -61,6 +68,7 @@ from rich.table import Table
 from xce_driver.live.bridge import BridgeOptions
 from xce_driver.live.controller_bus import ensure_ctl_streams
 from xce_driver.live.event_codec import encode_batch
+from xce_kit.auth import nats_credentials
 from xce_kit.streams import ensure_streams
 from xce_schemas import BeginRound, CoreEvent, dump_event
 from xce_schemas.bus import EVENTS_BATCH_SUBJECT, EVENTS_STREAM
@@ -73,6 +81,7 @@ from xce_schemas.controller import (
 
 try:
     from tests.live.helpers import reset_bus
+    from tests.live.secured import SecuredBus, secured_bus
     from tests.live.servers import ServerProcess, free_port, nats_server, redis_server
 except ImportError:  # run outside the repository checkout
     ServerProcess = None  # type: ignore[assignment,misc]
@@ -255,8 +264,10 @@ class Step:
 async def live(
     nats_url: str, args: argparse.Namespace, meter: CpuMeter, counters: EventCounters
 ) -> tuple[Controller, list[Step]]:
-    nc = await nats.connect(nats_url)
-    js = nc.jetstream()
+    # The controller as controller; the streams read as the environment says (ops).
+    nc = await nats.connect(nats_url, **args.controller_options)
+    monitor = await nats.connect(nats_url, **nats_credentials().connect_options())
+    js = monitor.jetstream()
     ctl = Controller(nc)
     await nc.subscribe("xce.ctl.decisions.*", cb=ctl.on_decision, pending_msgs_limit=10**7)
     # The bridge is listening once a configuration comes through.
@@ -304,13 +315,14 @@ async def live(
         await ctl.send(len(ctl.dones))
         await drained(js, 30)
     await nc.close()
+    await monitor.close()
     return ctl, steps
 
 
 async def raw_baseline(nats_url: str, rate: float, seconds: float) -> tuple[list[float], float]:
     """Publish → pull-consume round trips of a plain stream: latencies (ms) at
     ``rate``, and the pipelined throughput (messages/s)."""
-    nc = await nats.connect(nats_url)
+    nc = await nats.connect(nats_url, **nats_credentials().connect_options())
     js = nc.jetstream()
     await js.add_stream(StreamConfig(name="BENCH_RAW", subjects=["bench.raw.>"]))
     await js.add_consumer(
@@ -407,7 +419,18 @@ async def timed(progress: Callable[[], Awaitable[int]], total: int) -> float:
     return (total - first) / (time.perf_counter() - t0)
 
 
-def alone(nats_url: str, redis_url: str, logs: Path) -> tuple[float, float]:
+#: The environment a role's process runs with (None: this process's, no credentials).
+EnvOf = Callable[[str], "dict[str, str] | None"]
+
+
+def no_auth(role: str) -> dict[str, str] | None:
+    """``EnvOf`` of a bus without authentication."""
+    return None
+
+
+def alone(
+    nats_url: str, redis_url: str, logs: Path, env_of: EnvOf = no_auth
+) -> tuple[float, float]:
     """Each service alone on its backlog (the stream filled first, nothing else
     running but the servers): the core service's events/s from ``XCE_EVENTS`` to
     acknowledged with their decisions stored; the bridge's controller messages/s
@@ -419,7 +442,13 @@ def alone(nats_url: str, redis_url: str, logs: Path) -> tuple[float, float]:
         for chunk in (events[i : i + BATCH_EVENTS] for i in range(0, len(events), BATCH_EVENTS))
     ]
     core = service(
-        logs, "core-alone", "xce_driver.live.core_service", nats_url, "--redis", redis_url
+        logs,
+        "core-alone",
+        "xce_driver.live.core_service",
+        nats_url,
+        "--redis",
+        redis_url,
+        env=env_of("core"),
     )
     messages = (
         ("xce.ctl.jobs", b'{"jobs":[{"jobid":%d,"queue":"normal"}]}' % i)
@@ -428,7 +457,13 @@ def alone(nats_url: str, redis_url: str, logs: Path) -> tuple[float, float]:
         for i in range(1, ALONE_EVENTS + 1)
     )
     bridge = service(
-        logs, "bridge-alone", "xce_driver.live.bridge", nats_url, "--round-interval", "3600"
+        logs,
+        "bridge-alone",
+        "xce_driver.live.bridge",
+        nats_url,
+        "--round-interval",
+        "3600",
+        env=env_of("bridge"),
     )
     messages_per_s = backlog_rate(nats_url, redis_url, iter(batches), core, core_acked)
     return (
@@ -449,7 +484,7 @@ def backlog_rate(
     reset_bus(nats_url, redis_url)
 
     async def go() -> float:
-        nc = await nats.connect(nats_url)
+        nc = await nats.connect(nats_url, **nats_credentials().connect_options())
         js = nc.jetstream()
         await ensure_streams(js)
         await ensure_ctl_streams(js)
@@ -464,15 +499,16 @@ def backlog_rate(
 
 @contextlib.contextmanager
 def service(
-    logs: Path, name: str, module: str, nats_url: str, *argv: str
+    logs: Path, name: str, module: str, nats_url: str, *argv: str, env: dict[str, str] | None = None
 ) -> Iterator[subprocess.Popen[bytes]]:
-    """A service process (``python -m module --nats URL argv``), its output in
-    ``logs/name.log``; terminated at the end."""
+    """A service process (``python -m module --nats URL argv``, environment ``env``:
+    default this process's), its output in ``logs/name.log``; terminated at the end."""
     with open(logs / f"{name}.log", "wb") as log:
         proc = subprocess.Popen(
             [sys.executable, "-m", module, "--nats", nats_url, *argv],
             stdout=log,
             stderr=subprocess.STDOUT,
+            env=env,
         )
     try:
         yield proc
@@ -482,23 +518,33 @@ def service(
 
 
 @contextlib.contextmanager
-def servers(workdir: Path) -> Iterator[tuple[str, str, dict[str, int]]]:
+def servers(
+    workdir: Path, *, auth: bool = False, tls: bool = False
+) -> Iterator[tuple[str, str, dict[str, int], SecuredBus | None]]:
+    """NATS and Redis on free loopback ports: ``(nats URL, redis URL, their pids,
+    the secured bus or None)``. With ``auth`` (or ``tls``) they run with
+    ``xce-bus-config``'s configuration, TLS with client certificates with ``tls``."""
     nats_bin = shutil.which("nats-server", path=SEARCH_PATH)
     redis_bin = shutil.which("redis-server", path=SEARCH_PATH)
     if ServerProcess is None or nats_bin is None or redis_bin is None:
         missing = "tests/live/servers.py" if ServerProcess is None else "nats-server/redis-server"
         print(f"bench_live: skipped: {missing} not available (.ci/run installs the servers)")
         raise SystemExit(0)
-    nats_proc = nats_server(workdir / "nats", nats_bin)
-    redis_proc = redis_server(workdir / "redis", redis_bin)
-    (workdir / "redis").mkdir()
+    bus = None
+    if auth or tls:
+        bus = secured_bus(workdir / "bus", nats_bin, redis_bin, tls=tls)
+        nats_proc, redis_proc = bus.nats, bus.redis
+    else:
+        nats_proc = nats_server(workdir / "nats", nats_bin)
+        redis_proc = redis_server(workdir / "redis", redis_bin)
+        (workdir / "redis").mkdir()
     nats_proc.start()
     try:
         redis_proc.start()
         try:
             assert nats_proc.proc is not None and redis_proc.proc is not None
             pids = {"nats-server": nats_proc.proc.pid, "redis-server": redis_proc.proc.pid}
-            yield nats_proc.url, redis_proc.url + "/0", pids
+            yield nats_proc.url, redis_proc.url + "/0", pids, bus
         finally:
             redis_proc.stop()
     finally:
@@ -520,10 +566,23 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--keep-logs", type=Path, default=None, metavar="DIR", help="copy the services' logs to DIR"
     )
+    parser.add_argument(
+        "--auth", action="store_true", help="servers and processes with the bus's credentials"
+    )
+    parser.add_argument("--tls", action="store_true", help="--auth, and TLS on NATS")
     args = parser.parse_args(argv)
     console = Console(width=120)
-    with tempfile.TemporaryDirectory(prefix="bench_live") as tmp, servers(Path(tmp)) as urls:
-        nats_url, redis_url, pids = urls
+    with (
+        tempfile.TemporaryDirectory(prefix="bench_live") as tmp,
+        servers(Path(tmp), auth=args.auth, tls=args.tls) as urls,
+    ):
+        nats_url, redis_url, pids, bus = urls
+        env_of: EnvOf = no_auth if bus is None else bus.env
+        args.controller_options = {}
+        if bus is not None:
+            # This process reads the streams (and resets the bus) as ops.
+            os.environ.update(bus.env("ops", {}))
+            args.controller_options = bus.credentials("controller").connect_options()
         logs = Path(tmp)
         round_interval = str(args.round_interval)
         counters = EventCounters(bridge_port=free_port(), core_port=free_port())
@@ -537,6 +596,7 @@ def main(argv: list[str] | None = None) -> int:
                 redis_url,
                 "--metrics-port",
                 str(counters.core_port),
+                env=env_of("core"),
             ) as core,
             service(
                 logs,
@@ -547,12 +607,13 @@ def main(argv: list[str] | None = None) -> int:
                 round_interval,
                 "--metrics-port",
                 str(counters.bridge_port),
+                env=env_of("bridge"),
             ) as bridge,
         ):
             pids |= {"core": core.pid, "bridge": bridge.pid}
             ctl, steps = asyncio.run(live(nats_url, args, CpuMeter(pids), counters))
             raw, raw_rate = asyncio.run(raw_baseline(nats_url, args.latency_rate, 3.0))
-        core_alone, bridge_alone = alone(nats_url, redis_url, logs)
+        core_alone, bridge_alone = alone(nats_url, redis_url, logs, env_of)
         if args.keep_logs is not None:
             args.keep_logs.mkdir(parents=True, exist_ok=True)
             for log in logs.glob("*.log"):
@@ -563,8 +624,12 @@ def main(argv: list[str] | None = None) -> int:
     table.add_column("value", justify="right")
     p50, p99 = percentile(lag, 50), percentile(lag, 99)
     raw50, raw99 = percentile(raw, 50), percentile(raw, 99)
+    security = "nkey users, permissions, Redis ACL" if args.auth or args.tls else "none"
+    if args.tls:
+        security += ", TLS with client certificates"
     rows = [
         ("machine", f"{os.cpu_count()} CPUs; servers, core, bridge, controller all on it"),
+        ("bus authentication", security),
         ("controller rate (latency run)", f"{args.latency_rate:,.0f} events/s"),
         ("decisions timed", f"{len(lag):,}"),
         ("round → decision at controller p50 / p99", f"{p50:.1f} / {p99:.1f} ms"),

@@ -17,6 +17,9 @@ import pytest
 import yaml
 from xce_admin.app import AdminMetrics
 from xce_driver.live.metrics import BridgeMetrics, CoreMetrics
+from xce_kit.auth import REDIS_PASSWORD_FILE_VAR, REDIS_USERNAME_VAR, SEED_FILE_VAR
+from xce_kit.bus_config import NATS_CONFIG, PASSWORD_FILE, REDIS_ACL, SEED_FILE, SERVER_DIR
+from xce_kit.bus_policy import ROLE_NAMES, role
 from xce_recorder.metrics import RecorderMetrics
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -25,6 +28,8 @@ SERVICES: dict[str, Any] = COMPOSE["services"]
 SCRIPTS: dict[str, str] = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["scripts"]
 #: The services built from this repository (the others are stock images).
 OURS = sorted(name for name, service in SERVICES.items() if service.get("build") == ".")
+#: Ours that use the bus (all but the one-shot that writes its configuration).
+ON_BUS = [name for name in OURS if name != "bus-config"]
 
 
 def option(command: list[str], name: str) -> str | None:
@@ -34,6 +39,7 @@ def option(command: list[str], name: str) -> str | None:
 
 def test_the_stack_has_every_part() -> None:
     assert set(SERVICES) == {
+        "bus-config",
         "nats",
         "redis",
         "core",
@@ -44,8 +50,10 @@ def test_the_stack_has_every_part() -> None:
         "prometheus",
         "grafana",
     }
-    assert OURS == ["admin", "bridge", "core", "emulator", "recorder"]
-    assert "-js" in SERVICES["nats"]["command"]  # JetStream on
+    assert OURS == ["admin", "bridge", "bus-config", "core", "emulator", "recorder"]
+    # JetStream on: the generated configuration has it (the template shows the block).
+    assert SERVICES["nats"]["command"] == ["-c", f"/etc/xce-bus/{NATS_CONFIG}"]
+    assert "\njetstream {\n" in (ROOT / "deploy/nats" / f"{NATS_CONFIG}.template").read_text()
 
 
 @pytest.mark.parametrize("name", OURS)
@@ -61,7 +69,7 @@ def test_each_command_is_a_console_script_whose_options_parse(name: str) -> None
         pytest.fail(f"{name}: {script} {' '.join(argv)} does not parse (exit {exc.code})")
 
 
-@pytest.mark.parametrize("name", OURS)
+@pytest.mark.parametrize("name", ON_BUS)
 def test_bus_and_store_addresses_are_the_stacks(name: str) -> None:
     command = SERVICES[name]["command"]
     nats_url = option(command, "--nats")
@@ -88,8 +96,30 @@ def test_prometheus_scrapes_the_ports_the_services_serve_metrics_on() -> None:
         if port:
             served.add(f"{name}:{port}")
     assert targets == served == {"core:9101", "bridge:9102", "recorder:9103", "admin:8080"}
+
+
+@pytest.mark.parametrize("name", OURS)
+def test_metrics_prometheus_scrapes_are_served_beyond_the_container(name: str) -> None:
+    """A service's /metrics binds loopback unless told (``--metrics-addr``); in its
+    container that is out of Prometheus's reach."""
+    script, *argv = SERVICES[name]["command"]
+    if option(argv, "--metrics-port") is None:
+        return
+    module = importlib.import_module(SCRIPTS[script].partition(":")[0])
+    assert module.build_parser().parse_args(argv).metrics_addr == "0.0.0.0", name
     mount = SERVICES["prometheus"]["volumes"][0]
     assert mount.startswith("./deploy/prometheus/prometheus.yml:")
+
+
+@pytest.mark.parametrize("name", ["core", "bridge", "recorder"])
+def test_metrics_bind_an_address_prometheus_reaches(name: str) -> None:
+    """/metrics defaults to loopback: in the stack Prometheus scrapes from another
+    container, so each service says where to bind."""
+    script, *argv = SERVICES[name]["command"]
+    module_name, _, _ = SCRIPTS[script].partition(":")
+    args = importlib.import_module(module_name).build_parser().parse_args(argv)
+    assert args.metrics_port is not None
+    assert args.metrics_addr == "0.0.0.0", f"{name} serves /metrics on {args.metrics_addr}"
 
 
 def test_the_recorder_and_the_admin_api_share_the_recordings_volume() -> None:
@@ -127,7 +157,7 @@ def test_the_dashboard_plots_only_exported_metrics_from_the_provisioned_promethe
         (ROOT / "deploy/grafana/provisioning/datasources/prometheus.yml").read_text()
     )["datasources"][0]
     assert datasource["url"] == "http://prometheus:9090"
-    assert "9090:9090" in SERVICES["prometheus"]["ports"]
+    assert "127.0.0.1:9090:9090" in SERVICES["prometheus"]["ports"]
     uids = {t["datasource"]["uid"] for p in dashboard["panels"] for t in p["targets"]}
     assert uids == {datasource["uid"]}
 
@@ -151,3 +181,51 @@ def test_the_image_holds_what_the_build_needs() -> None:
     for folder in backend_path:
         assert f"COPY {folder} ./{folder}" in dockerfile, f"the image lacks {folder}"
     assert "setup.py" in dockerfile.split("COPY pyproject.toml", 1)[1].splitlines()[0]
+
+
+# --- the authenticated bus ---------------------------------------------------------------
+
+
+def secrets_volume(name: str) -> tuple[str, str]:
+    """``(volume, role)`` of the secrets folder service ``name`` mounts at ``/run/xce``."""
+    [mount] = [m for m in SERVICES[name].get("volumes", []) if ":/run/xce" in m]
+    volume, _, options = mount.partition(":/run/xce")
+    assert options == ":ro", f"{name} mounts its secrets writable"
+    return volume, volume.removeprefix("bus-")
+
+
+def test_no_port_is_published_beyond_this_host() -> None:
+    for name, service in SERVICES.items():
+        for port in service.get("ports", []):
+            assert str(port).startswith("127.0.0.1:"), f"{name} publishes {port} on every interface"
+
+
+@pytest.mark.parametrize("name", ON_BUS)
+def test_each_service_authenticates_with_its_own_secrets_only(name: str) -> None:
+    volume, user = secrets_volume(name)
+    assert user in ROLE_NAMES and user != "ops", f"{name} runs as {user!r}"
+    environment = SERVICES[name]["environment"]
+    assert environment[SEED_FILE_VAR] == f"/run/xce/{SEED_FILE}"
+    if option(SERVICES[name]["command"], "--redis") is not None:
+        assert role(user).redis is not None
+        assert environment[REDIS_USERNAME_VAR] == user
+        assert environment[REDIS_PASSWORD_FILE_VAR] == f"/run/xce/{PASSWORD_FILE}"
+    mounting = [other for other in OURS if volume in str(SERVICES[other].get("volumes", []))]
+    assert mounting == sorted(["bus-config", name]), f"{volume} is mounted by {mounting}"
+
+
+def test_the_one_shot_writes_every_secret_volume_before_the_servers_start() -> None:
+    bus = SERVICES["bus-config"]
+    _script, *argv = bus["command"]
+    args = importlib.import_module("xce_kit.bus_config").build_parser().parse_args(argv)
+    written = {m.split(":")[0]: m.split(":")[1] for m in bus["volumes"]}
+    assert written == {f"bus-{r}": f"{args.out}/{r}" for r in (SERVER_DIR, *ROLE_NAMES)}
+    # Each service's folder is handed to the user the image runs the services as.
+    uid = re.search(r"useradd [^\n]*--uid (\d+)", (ROOT / "Dockerfile").read_text())
+    assert uid is not None and args.owner == (int(uid.group(1)), int(uid.group(1)))
+    for server, file in (("nats", NATS_CONFIG), ("redis", REDIS_ACL)):
+        assert f"bus-{SERVER_DIR}:/etc/xce-bus:ro" in SERVICES[server]["volumes"]
+        assert f"/etc/xce-bus/{file}" in SERVICES[server]["command"]
+        depends = SERVICES[server]["depends_on"]["bus-config"]
+        assert depends == {"condition": "service_completed_successfully"}
+    assert option(SERVICES["redis"]["command"], "--aclfile") == f"/etc/xce-bus/{REDIS_ACL}"

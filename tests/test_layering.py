@@ -82,9 +82,10 @@ RECORDER_ALLOWED = frozenset(
     }
 )
 #: What the service kit may import: the bus contract and the services' client
-#: libraries, never a service (DESIGN.md: service plumbing is written once).
+#: libraries (nkeys: NATS's keys, for the bus's credentials), never a service
+#: (DESIGN.md: service plumbing is written once).
 KIT_ALLOWED = frozenset(
-    {"xce_kit", "xce_schemas", "nats", "redis", "prometheus_client", "orjson", "pydantic"}
+    {"xce_kit", "xce_schemas", "nats", "redis", "prometheus_client", "orjson", "pydantic", "nkeys"}
 )
 #: What the admin API and ``xceadmin`` may import besides the standard library
 #: (DESIGN.md: schemas, nats, redis, fastapi; plus FastAPI's stack, the CLI's HTTP

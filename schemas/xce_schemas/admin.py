@@ -39,7 +39,7 @@ DEFAULT_SUFFIX: Final = ".jsonl.gz"
 #: Longest recording name, characters (suffix included).
 MAX_NAME_LENGTH: Final = 128
 
-_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
+_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")
 
 
 class RecordingNameError(ValueError):
@@ -68,7 +68,7 @@ def recording_name(name: str) -> str:
         )
     if ".." in name:
         raise RecordingNameError(f"recording name {name!r} contains '..'")
-    if not _NAME.match(name):
+    if not _NAME.fullmatch(name):  # fullmatch: "$" lets a final "\n" through
         raise RecordingNameError(
             f"recording name {name!r} must start with a letter or digit and hold only "
             "letters, digits, '.', '_' and '-'"

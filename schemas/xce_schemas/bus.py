@@ -102,11 +102,12 @@ RECORD_LAST_HEADER: Final = "Xce-Record-Last"
 #: ``RECORD_TYPE_HEADER`` of the message that ends a recording.
 RECORD_END: Final = "END"
 
-_DECISION_ID = re.compile(r"^xce-core:([0-9]+):([0-9]+)$")
-_RECORD_ID = re.compile(r"^xce-rec:([A-Za-z0-9_\-]+):([0-9]+)$")
+# Used with fullmatch: "$" would let a final "\n" through.
+_DECISION_ID = re.compile(r"xce-core:([0-9]+):([0-9]+)")
+_RECORD_ID = re.compile(r"xce-rec:([A-Za-z0-9_\-]+):([0-9]+)")
 
 #: A subject token: printable, no spaces, dots or wildcards.
-_TOKEN = re.compile(r"^[A-Za-z0-9_\-]+$")
+_TOKEN = re.compile(r"[A-Za-z0-9_\-]+")
 
 #: A JetStream stream sequence: 1 or more (0 means "before the first message").
 StreamSeq = Annotated[int, Strict(), Field(ge=0, lt=2**64)]
@@ -149,7 +150,7 @@ def deadletter_subject(source: str) -> str:
     Raises:
         ValueError: ``source`` is not a single subject token (letters, digits, ``_-``).
     """
-    if not _TOKEN.match(source):
+    if not _TOKEN.fullmatch(source):
         raise ValueError(f"{source!r} is not a subject token (letters, digits, '_' and '-')")
     return DEADLETTER_PREFIX + source
 
@@ -171,7 +172,7 @@ def parse_decision_msg_id(msg_id: str) -> tuple[int, int] | None:
 
     The pairs order like the decisions in the stream: lexicographically.
     """
-    match = _DECISION_ID.match(msg_id)
+    match = _DECISION_ID.fullmatch(msg_id)
     if match is None:
         return None
     return int(match.group(1)), int(match.group(2))
@@ -187,7 +188,7 @@ def record_subject(recording_id: str) -> str:
     Raises:
         ValueError: ``recording_id`` is not a single subject token.
     """
-    if not _TOKEN.match(recording_id):
+    if not _TOKEN.fullmatch(recording_id):
         raise ValueError(f"{recording_id!r} is not a subject token (letters, digits, '_', '-')")
     return RECORD_PREFIX + recording_id
 
@@ -199,14 +200,14 @@ def record_msg_id(recording_id: str, number: int) -> str:
     Raises:
         ValueError: a negative number, or an id that is not a subject token.
     """
-    if number < 0 or not _TOKEN.match(recording_id):
+    if number < 0 or not _TOKEN.fullmatch(recording_id):
         raise ValueError(f"no record message id for {recording_id!r}, number {number}")
     return f"xce-rec:{recording_id}:{number}"
 
 
 def parse_record_msg_id(msg_id: str) -> tuple[str, int] | None:
     """``(recording id, number)`` of a ``record_msg_id``, or None for any other text."""
-    match = _RECORD_ID.match(msg_id)
+    match = _RECORD_ID.fullmatch(msg_id)
     if match is None:
         return None
     return match.group(1), int(match.group(2))

@@ -13,11 +13,12 @@ from collections.abc import Sequence
 MINUTES_PER_DAY = 24 * 60
 MINUTES_PER_WEEK = 7 * MINUTES_PER_DAY
 
-_END = re.compile(r"^(?:([0-9]+):)?([0-9]+)(?::([0-9]+))?$")
+# Used with fullmatch: "$" would let a final "\n" through.
+_END = re.compile(r"(?:([0-9]+):)?([0-9]+)(?::([0-9]+))?")
 
 
 def _parse_end(window: str, text: str, weekly: bool) -> tuple[bool, int]:
-    match = _END.match(text)
+    match = _END.fullmatch(text)
     if match is None:
         raise ValueError(f"run window {window!r}: {text!r} is not [day:]hh[:mm]")
     day_text, hour_text, minute_text = match.groups()

@@ -7,7 +7,7 @@ import time
 from xce_admin.backend import Unavailable
 from xce_schemas.admin import CoreStatus, RecorderCommand, RecorderReply, RecorderStatus
 
-TOKEN = "s3cret-token"
+TOKEN = "s3cret-token-for-tests"
 AUTH = {"Authorization": f"Bearer {TOKEN}"}
 
 

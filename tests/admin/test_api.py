@@ -73,8 +73,18 @@ def test_start_without_a_body_lets_the_recorder_name_the_file(
 
 @pytest.mark.parametrize(
     "name",
-    ["../x", "/etc/passwd", "a/../../b", "..", ".hidden", "x\x00", "a b", "é"],
-    ids=["parent", "absolute", "nested parent", "dot dot", "hidden", "NUL", "space", "non-ASCII"],
+    ["../x", "/etc/passwd", "a/../../b", "..", ".hidden", "x\x00", "a b", "é", "night\n"],
+    ids=[
+        "parent",
+        "absolute",
+        "nested parent",
+        "dot dot",
+        "hidden",
+        "NUL",
+        "space",
+        "non-ASCII",
+        "final newline",
+    ],
 )
 def test_start_refuses_names_outside_the_directory(
     client: TestClient, backend: FakeBackend, name: str

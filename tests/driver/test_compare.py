@@ -7,7 +7,7 @@ from pathlib import Path
 
 import orjson
 import pytest
-from xce_driver.emulator import JobRecord
+from xce_driver.cluster.jobs import JobRecord
 from xce_driver.experiments.compare import (
     CompareError,
     configurations,

@@ -20,15 +20,10 @@ import orjson
 import pytest
 from xce_core.core import SchedCore
 from xce_core.errors import ConfigError
-from xce_driver.emulator import (
-    NS,
-    ClusterEmulator,
-    EventPriority,
-    RunPlan,
-    SimulationTimeError,
-    job_request,
-    job_spec,
-)
+from xce_driver.cluster.controller import job_request, job_spec
+from xce_driver.cluster.jobs import NS, RunPlan
+from xce_driver.cluster.timeline import EventPriority, SimulationTimeError
+from xce_driver.emulator import ClusterEmulator
 from xce_driver.recording import RecordingWriter
 from xce_driver.simulate import (
     SimulationResult,

@@ -17,7 +17,7 @@ from pathlib import Path
 import matplotlib.image
 import pytest
 from xce_driver.cli import build_parser, main, simulation_of
-from xce_driver.emulator import JobRecord
+from xce_driver.cluster.jobs import JobRecord
 from xce_driver.experiments import plots, result_files
 from xce_driver.metrics import breakdown, size_class, time_series
 

@@ -21,12 +21,8 @@ import orjson
 import pytest
 from xce_driver import emulator as emulator_module
 from xce_driver.cli import main
-from xce_driver.emulator import (
-    NS,
-    ClusterEmulator,
-    JobRecord,
-    SimulationLoopError,
-)
+from xce_driver.cluster.jobs import NS, JobRecord
+from xce_driver.emulator import ClusterEmulator, SimulationLoopError
 from xce_driver.report import CSV_COLUMNS, summarize, write_jobs_csv
 from xce_driver.simulate import (
     QueueFileError,

@@ -9,7 +9,7 @@ import io
 import pytest
 from rich.console import Console
 from xce_driver.cli import _print_summary
-from xce_driver.emulator import JobRecord
+from xce_driver.cluster.jobs import JobRecord
 from xce_driver.metrics import time_series
 from xce_driver.report import Report, backfill_label, summarize
 from xce_driver.simulate import run_simulation

@@ -19,7 +19,7 @@ from pathlib import Path
 import orjson
 import pytest
 from xce_driver.cli import main
-from xce_driver.emulator import NS, JobRecord
+from xce_driver.cluster.jobs import NS, JobRecord
 from xce_driver.event_file import write_event_file
 from xce_driver.recording import RecordingWriter, read_lines
 from xce_driver.replay import ReplayError

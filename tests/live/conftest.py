@@ -18,6 +18,7 @@ from pathlib import Path
 import pytest
 
 from tests.live.helpers import kill_leftovers, reset_bus
+from tests.live.secured import SecuredBus, secured_bus
 from tests.live.servers import ServerProcess, nats_server, redis_server
 
 #: Where to look for the server binaries: PATH, then the sbin folders Debian uses.
@@ -85,6 +86,30 @@ def bus(nats_url: str, redis_url: str) -> tuple[str, str]:
     """``(nats_url, redis_url)`` with no XCE streams and an empty Redis database."""
     reset_bus(nats_url, redis_url)
     return nats_url, redis_url
+
+
+def _secured(folder: Path, *, tls: bool) -> SecuredBus:
+    nats_bin = _binary("nats-server", "nats-server")
+    bus = secured_bus(folder, nats_bin, _binary("redis-server", "redis-server"), tls=tls)
+    bus.start()
+    return bus
+
+
+@pytest.fixture(scope="module")
+def secured(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SecuredBus]:
+    """A NATS and a Redis server of this module's own, with the bus's users and
+    permissions (``xce-bus-config``'s configuration and secrets), TLS off."""
+    bus = _secured(tmp_path_factory.mktemp("secured"), tls=False)
+    yield bus
+    bus.stop()
+
+
+@pytest.fixture(scope="module")
+def secured_tls(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SecuredBus]:
+    """As ``secured``, with TLS on NATS and client certificates required."""
+    bus = _secured(tmp_path_factory.mktemp("secured-tls"), tls=True)
+    yield bus
+    bus.stop()
 
 
 @pytest.fixture

@@ -18,13 +18,14 @@ from typing import Any, TypeVar
 
 import nats
 import orjson
-import redis.asyncio as aioredis
 from nats.js import JetStreamContext
 from nats.js.errors import NotFoundError
 from xce_core.core import SchedCore
 from xce_core.errors import CoreError
 from xce_driver.live.event_codec import encode_batch
 from xce_driver.live.publish import publish_events
+from xce_kit.auth import nats_credentials
+from xce_kit.redis_client import redis_from_url
 from xce_kit.streams import ensure_streams
 from xce_schemas import (
     BeginRound,
@@ -141,8 +142,9 @@ def reference_decisions(events: Sequence[CoreEvent | dict[str, Any]]) -> list[by
 
 @contextlib.asynccontextmanager
 async def connected(nats_url: str) -> AsyncIterator[JetStreamContext]:
-    """A JetStream context of a fresh connection, closed at the end."""
-    nc = await nats.connect(nats_url)
+    """A JetStream context of a fresh connection (as the environment's credentials
+    say: ``xce_kit.auth``), closed at the end."""
+    nc = await nats.connect(nats_url, **nats_credentials().connect_options())
     try:
         yield nc.jetstream()
     finally:
@@ -159,7 +161,7 @@ def reset_bus(nats_url: str, redis_url: str) -> None:
             for stream in (*streams, CTL_STREAM, CTL_DECISIONS_STREAM):
                 with contextlib.suppress(NotFoundError):
                     await js.delete_stream(stream)
-        client = aioredis.Redis.from_url(redis_url)
+        client = redis_from_url(redis_url)
         await client.flushdb()
         await client.aclose()
 

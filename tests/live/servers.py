@@ -12,6 +12,8 @@ import signal
 import socket
 import subprocess
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -24,6 +26,17 @@ def free_port() -> int:
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
         sock.bind(("127.0.0.1", 0))
         return int(sock.getsockname()[1])
+
+
+@contextmanager
+def silent_port() -> Iterator[int]:
+    """A loopback port where TCP connections are accepted (by the kernel's backlog)
+    and nothing is ever said or read, while the context lasts: a server that hangs,
+    or a firewall that swallows, as a client sees it (every try to its timeout)."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as listener:
+        listener.bind(("127.0.0.1", 0))
+        listener.listen(64)
+        yield int(listener.getsockname()[1])
 
 
 def accepts(port: int) -> bool:
@@ -151,3 +164,79 @@ def _redis(workdir: Path, binary: str, *persistence: str) -> ServerProcess:
     argv = [binary, "--port", str(port), "--bind", "127.0.0.1", "--save", "", *persistence]
     argv += ["--dir", str(workdir)]
     return ServerProcess("redis", argv, port, workdir, "Ready to accept connections", "redis")
+
+
+def configured_nats_server(workdir: Path, binary: str, config: Path) -> ServerProcess:
+    """A NATS server run with the configuration file ``config`` (its accounts, users,
+    permissions, TLS and JetStream store, as ``xce-bus-config`` writes them), on a free
+    loopback port: the command line's address and port win over the file's ``listen``."""
+    workdir.mkdir(parents=True, exist_ok=True)
+    port = free_port()
+    argv = [binary, "-c", str(config), "-a", "127.0.0.1", "-p", str(port)]
+    return ServerProcess("nats", argv, port, workdir, "Server is ready", "nats")
+
+
+def acl_redis_server(workdir: Path, binary: str, aclfile: Path) -> ServerProcess:
+    """A Redis server whose users are those of ``aclfile`` (``default`` off, as
+    ``xce-bus-config`` writes it), keeping nothing on disk."""
+    workdir.mkdir(parents=True, exist_ok=True)
+    return _redis(workdir, binary, "--appendonly", "no", "--aclfile", str(aclfile))
+
+
+@dataclass
+class NatsCluster:
+    """JetStream-enabled NATS servers routed into one cluster on loopback, each with
+    its own ``server_name``, client port and store (``nats_cluster``).
+
+    Attributes:
+        servers: the servers, ``n1``, ``n2``, ...; ``kill`` one to take it out.
+    """
+
+    servers: list[ServerProcess]
+
+    @property
+    def url(self) -> str:
+        """Every server's client URL, comma-separated, as the services' ``--nats``
+        takes them."""
+        return ",".join(server.url for server in self.servers)
+
+    def start(self) -> None:
+        """Start every server (each returns once it accepts clients; JetStream has
+        a meta leader only once a majority have found each other by their routes).
+
+        Raises:
+            RuntimeError: a server exited or was not ready in time (its log's end).
+        """
+        for server in self.servers:
+            server.start()
+
+    def stop(self) -> None:
+        """Stop the servers still running, cleanly."""
+        for server in self.servers:
+            server.stop()
+
+
+def nats_cluster(workdir: Path, binary: str, size: int = 3) -> NatsCluster:
+    """A cluster of ``size`` JetStream servers on free loopback ports (not started):
+    server ``n<i>`` has its configuration, store and logs under ``workdir/n<i>`` and
+    a route to every server (its own included, which nats-server ignores)."""
+    clients = [free_port() for _ in range(size)]
+    routes = [free_port() for _ in range(size)]
+    route_list = ", ".join(f'"nats-route://127.0.0.1:{port}"' for port in routes)
+    servers = []
+    for number, (client, route) in enumerate(zip(clients, routes, strict=True), start=1):
+        folder = workdir / f"n{number}"
+        store = folder / "store"
+        store.mkdir(parents=True, exist_ok=True)
+        config = folder / "nats.conf"
+        config.write_text(
+            f'server_name: "n{number}"\n'
+            f'listen: "127.0.0.1:{client}"\n'
+            f'jetstream {{ store_dir: "{store}" }}\n'
+            f'cluster {{ name: "xce", listen: "127.0.0.1:{route}", routes: [{route_list}] }}\n'
+        )
+        argv = [binary, "-c", str(config)]
+        servers.append(
+            ServerProcess(f"nats-n{number}", argv, client, folder, "Server is ready", "nats")
+        )
+    return NatsCluster(servers)

@@ -12,6 +12,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -21,11 +22,11 @@ from xce_driver.live.publish import publish_events
 from xce_schemas import BeginRound
 
 from tests.live.helpers import NS, ServiceProcess, connected, publish, scenario, wait_until
-from tests.live.servers import free_port
+from tests.live.servers import ServerProcess, free_port, silent_port
 
 pytestmark = [pytest.mark.nats, pytest.mark.redis]
 
-TOKEN = "live-test-token"
+TOKEN = "live-test-token-0123"
 WAIT_S = 60.0
 
 
@@ -76,7 +77,7 @@ def stack(
             str(recordings),
             "--record-snapshot-interval",
             "5",
-            program=[python, "-m", "xce_recorder.service"],
+            program=[python, "-m", "xce_recorder"],
         ),
         ServiceProcess(
             nats_url,
@@ -201,12 +202,21 @@ def test_the_admin_server_refuses_to_start_without_a_token() -> None:
 
 
 def test_the_admin_server_refuses_a_redis_url_that_is_not_one() -> None:
-    done = admin_server_refusal("--redis", "notaurl", token="t")
+    done = admin_server_refusal("--redis", "notaurl", token=TOKEN)
     assert done.returncode == 2
-    assert done.stderr == (
-        "xce-admin: error: --redis: 'notaurl' is not a Redis URL "
-        "(redis://host:port/db, rediss://, unix://)\n"
+    assert done.stderr.startswith(
+        "xce-admin: error: argument --redis: 'notaurl' is not a Redis URL"
     )
+    assert done.stderr.count("\n") == 1
+
+
+def test_the_admin_server_refuses_a_short_token_without_showing_it() -> None:
+    done = admin_server_refusal(token="guessable")
+    assert done.returncode == 2
+    assert done.stderr.startswith(
+        "xce-admin: error: XCE_ADMIN_TOKEN is 9 characters long; the admin API needs at least 16"
+    )
+    assert done.stderr.count("\n") == 1 and "guessable" not in done.stderr
 
 
 def _auth() -> dict[str, str]:
@@ -303,4 +313,160 @@ def test_status_and_health_fail_once_the_core_is_dead_or_gets_no_rounds(
         asyncio.run(go())
     finally:
         core.kill()
+        assert admin.terminate() in (0, -15), admin.log_text()
+
+
+def start_admin(
+    nats_url: str, redis_url: str, workdir: Path, *extra: str
+) -> tuple[str, ServiceProcess]:
+    """``xce-admin`` as a process on a free port (token from the environment); its URL
+    and process, once it answers ``/scheduler/record/status`` (Redis only)."""
+    port = free_port()
+    admin = ServiceProcess(
+        nats_url,
+        redis_url,
+        workdir / "admin.log",
+        "--port",
+        str(port),
+        "--log-level",
+        "warning",
+        *extra,
+        program=[sys.executable, "-m", "xce_admin.server"],
+    )
+    url = f"http://127.0.0.1:{port}"
+
+    def up() -> bool:
+        assert admin.exited() is None, admin.log_text()
+        return httpx.get(f"{url}/scheduler/record/status", timeout=5).status_code == 200
+
+    poll(up, "the admin API")
+    return url, admin
+
+
+def timed(method: str, url: str, **kwargs: Any) -> tuple[httpx.Response, float]:
+    """One request and its wall time, s. The client's timeout (60 s) only stops a
+    hung server from hanging the test."""
+    started = time.monotonic()
+    answer = httpx.request(method, url, timeout=60, **kwargs)
+    return answer, time.monotonic() - started
+
+
+@pytest.fixture
+def silent_nats() -> Iterator[str]:
+    """A NATS URL that accepts connections and never says a word (``silent_port``)."""
+    with silent_port() as port:
+        yield f"nats://127.0.0.1:{port}"
+
+
+def test_nats_down_is_a_503_in_seconds_and_redis_requests_do_not_wait(
+    silent_nats: str, redis_url: str, workdir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 19 item 4: with NATS silent, a start (it needs NATS) is answered 503 with
+    the reason once the admin's connect wait is over, not after the connect's
+    minutes of retries; a status read (Redis only) asked meanwhile is answered
+    first, with 200."""
+    monkeypatch.setenv("XCE_ADMIN_TOKEN", TOKEN)
+    url, admin = start_admin(silent_nats, redis_url, workdir)
+    try:
+        with ThreadPoolExecutor(2) as pool:
+            start = pool.submit(timed, "POST", f"{url}/scheduler/record/start", headers=_auth())
+            time.sleep(0.2)  # the start is waiting on NATS now
+            status, status_s = timed("GET", f"{url}/scheduler/record/status")
+            start_waiting = not start.done()
+            started, start_s = start.result()
+        assert status.status_code == 200
+        assert start_waiting, "the status read waited for the start's NATS connect"
+        assert started.status_code == 503
+        detail = started.json()["detail"]
+        assert detail.startswith(f"NATS at {silent_nats} does not answer ("), detail
+        health, health_s = timed("GET", f"{url}/health")
+        assert health.status_code == 503 and health.json()["nats"] is False
+        print(
+            f"NATS silent: start 503 after {start_s:.2f} s ({detail}); status 200 after "
+            f"{status_s:.3f} s meanwhile; /health 503 after {health_s:.2f} s"
+        )
+    finally:
+        assert admin.terminate() in (0, -15), admin.log_text()
+
+
+def test_nats_lost_is_a_503_at_once_and_back_when_nats_is(
+    nats_server_proc: ServerProcess,
+    nats_url: str,
+    redis_url: str,
+    workdir: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Connected, then NATS killed: a start is answered 503 at once (the connection
+    is reconnecting), not parked in the client's buffer until the command timeout;
+    Redis requests go on; once NATS is back, requests reach it again (no recorder
+    runs here, so NATS itself says nobody answers)."""
+    monkeypatch.setenv("XCE_ADMIN_TOKEN", TOKEN)
+    url, admin = start_admin(nats_url, redis_url, workdir)
+    no_recorder = "the recorder service is not running (nobody answers on xce.recorder.control)"
+    try:
+        first, _ = timed("POST", f"{url}/scheduler/record/start", headers=_auth())
+        assert (first.status_code, first.json()["detail"]) == (503, no_recorder)
+        nats_server_proc.kill()
+        lost, lost_s = timed("POST", f"{url}/scheduler/record/start", headers=_auth())
+        assert lost.status_code == 503
+        assert lost.json()["detail"] == (
+            f"NATS at {nats_url} does not answer (connection lost; reconnecting)"
+        )
+        status, _ = timed("GET", f"{url}/scheduler/status")
+        assert status.status_code == 200
+        nats_server_proc.start()
+
+        def back() -> bool:
+            again = httpx.post(f"{url}/scheduler/record/start", headers=_auth(), timeout=60)
+            return again.json()["detail"] == no_recorder
+
+        poll(back, "the admin to reach NATS again")
+        print(f"NATS killed: start 503 after {lost_s:.3f} s")
+    finally:
+        assert admin.terminate() in (0, -15), admin.log_text()
+
+
+def test_a_redis_restart_between_two_requests_fails_neither(
+    nats_url: str,
+    redis_url: str,
+    restart_redis: Callable[[], None],
+    workdir: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Issue 19 item 4: the pooled Redis connection dies with the server; the next
+    request reconnects (a retry on the connection error) instead of failing."""
+    monkeypatch.setenv("XCE_ADMIN_TOKEN", TOKEN)
+    url, admin = start_admin(nats_url, redis_url, workdir)
+    try:
+        for _ in range(3):
+            assert httpx.get(f"{url}/scheduler/status", timeout=30).status_code == 200
+            restart_redis()
+            after, after_s = timed("GET", f"{url}/scheduler/status")
+            assert after.status_code == 200, after.text
+            record, _ = timed("GET", f"{url}/scheduler/record/status")
+            assert record.status_code == 200, record.text
+        print(f"Redis restarted: the next request 200 after {after_s:.3f} s")
+    finally:
+        assert admin.terminate() in (0, -15), admin.log_text()
+
+
+def test_the_token_can_come_from_a_file(
+    nats_url: str, redis_url: str, workdir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    token_file = workdir / "admin-token"
+    token_file.write_text("from-a-file-0123456789\n")
+    token_file.chmod(0o600)
+    monkeypatch.delenv("XCE_ADMIN_TOKEN", raising=False)
+    monkeypatch.setenv("XCE_ADMIN_TOKEN_FILE", str(token_file))
+    url, admin = start_admin(nats_url, redis_url, workdir)
+    try:
+        wrong = httpx.post(f"{url}/scheduler/record/stop", headers=_auth(), timeout=30)
+        assert wrong.status_code == 401
+        right = httpx.post(
+            f"{url}/scheduler/record/stop",
+            headers={"Authorization": "Bearer from-a-file-0123456789"},
+            timeout=30,
+        )
+        assert right.status_code == 503  # past the token: no recorder runs here
+    finally:
         assert admin.terminate() in (0, -15), admin.log_text()

@@ -36,10 +36,11 @@ from nats.js import JetStreamContext
 from nats.js.api import AckPolicy, ConsumerConfig
 from xce_core.core import SchedCore
 from xce_driver.live.bridge import Bridge, BridgeOptions, decode_ctl
-from xce_driver.live.controller_bus import Delivered, ensure_ctl_streams
+from xce_driver.live.controller_bus import ensure_ctl_streams
 from xce_driver.live.core_service import CoreService, CoreServiceOptions
 from xce_driver.live.emulate import LiveEmulator
 from xce_driver.workloads.mapping import SimJob
+from xce_kit.reader import Delivered
 from xce_kit.streams import ensure_streams
 from xce_schemas import (
     CoreEvent,

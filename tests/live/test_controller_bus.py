@@ -1,5 +1,6 @@
 """``ChainedPublisher`` against a real JetStream: order, one acknowledgement per
 window, a prefix already stored, another publisher, a message the stream refuses.
+``publish_until_acked``: sent again until stored once, given up once stopping.
 ``InOrderReader`` through either fetcher: order, a lost delivery read from the
 stream, deliveries again handed back as stale."""
 
@@ -7,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 from collections.abc import Callable
 from typing import Any
 
@@ -15,20 +17,15 @@ import pytest
 from nats.aio.client import Client as NatsClient
 from nats.aio.msg import Msg
 from nats.errors import ConnectionClosedError
+from nats.errors import Error as NatsError
 from nats.js import JetStreamContext
 from nats.js.api import AckPolicy, ConsumerConfig, RawStreamMsg, StreamConfig
 from nats.js.errors import NotFoundError
-from xce_driver.live.controller_bus import (
-    ChainedPublisher,
-    Fetcher,
-    InOrderReader,
-    Outgoing,
-    ack_last,
-    deliveries,
-)
+from xce_kit.publisher import ChainedPublisher, Outgoing, publish_until_acked
 from xce_kit.pull import PullConsumer, stream_seq
+from xce_kit.reader import Fetcher, InOrderReader, ack_last, deliveries
 
-from tests.live.helpers import Stored, read_stream, run
+from tests.live.helpers import Stored, read_stream, run, wait_until
 
 STREAM = "TEST_CHAIN"
 
@@ -229,6 +226,47 @@ def test_a_window_below_one_is_refused(nats_url: str) -> None:
             await nc.close()
 
     run(go())
+
+
+def test_one_message_is_sent_again_until_stored_once_or_given_up_once_stopping(
+    nats_url: str,
+) -> None:
+    """``publish_until_acked``: with ``stop`` set a failed try is raised, not
+    repeated; without, each failed try is counted and the message is sent again,
+    same id, until the stream takes it, once."""
+
+    async def go() -> tuple[int, int, bool, list[Stored]]:
+        nc = await nats.connect(nats_url)
+        js = nc.jetstream()
+        with contextlib.suppress(NotFoundError):
+            await js.delete_stream(STREAM)
+        send = functools.partial(
+            publish_until_acked, js, "test.chain.0", b"x", stream=STREAM, msg_id="m0"
+        )
+        stopped = asyncio.Event()
+        stopped.set()
+        with pytest.raises(NatsError):  # no stream yet: nobody answers
+            await send(timeout_s=0.5, stop=stopped)
+        retries: list[None] = []
+        task = asyncio.create_task(
+            send(timeout_s=0.5, on_retry=lambda: retries.append(None), stop=asyncio.Event())
+        )
+
+        async def retried() -> bool:
+            return len(retries) >= 2
+
+        await wait_until(retried, "two failed tries")
+        await fresh_stream(nc, duplicate_window=60.0)
+        ack = await asyncio.wait_for(task, 10)
+        again = await send()
+        stored = await read_stream(js, STREAM)
+        await nc.close()
+        return len(retries), ack.seq, bool(again.duplicate), stored
+
+    retries, seq, duplicate, stored = run(go())
+    assert retries >= 2
+    assert (seq, duplicate) == (1, True)
+    assert ids_on(stored) == ["m0"]
 
 
 def test_a_reader_whose_connection_is_closed_for_good_raises_instead_of_spinning(

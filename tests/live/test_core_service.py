@@ -24,7 +24,7 @@ from nats.js import JetStreamContext
 from prometheus_client.parser import text_string_to_metric_families
 from xce_core.core import SchedCore
 from xce_core.snapshot import save_snapshot
-from xce_driver.live.core_service import CoreService, CoreServiceOptions, _Batch
+from xce_driver.live.core_service import Batch, CoreService, CoreServiceOptions
 from xce_driver.live.event_codec import decode_event
 from xce_kit.streams import ensure_streams
 from xce_schemas import (
@@ -161,7 +161,7 @@ class LosesADelivery(CoreService):
 
     lost = False
 
-    async def _handle(self, msgs: Sequence[Msg]) -> _Batch:
+    async def _handle(self, msgs: Sequence[Msg]) -> Batch:
         kept = [msg for msg in msgs if msg.metadata.sequence.stream != 3 or self.lost]
         self.lost = self.lost or len(kept) < len(msgs)
         return await super()._handle(kept)

@@ -20,10 +20,10 @@ from pathlib import Path
 import pytest
 import redis.asyncio as aioredis
 from xce_driver.live.bridge import Bridge, BridgeOptions
-from xce_driver.live.controller_bus import Delivered
 from xce_driver.live.core_service import CoreService, CoreServiceOptions
 from xce_driver.live.emulate import LiveEmulator, SubmissionRefused, _Sent
 from xce_driver.workloads.mapping import SimJob
+from xce_kit.reader import Delivered
 from xce_schemas import DeadLetter, HostSpec, QueueSpec, SchedulerConfig
 from xce_schemas.bus import (
     CORE_CHECKPOINT_KEY,

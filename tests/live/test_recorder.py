@@ -26,7 +26,8 @@ from xce_driver.live.record_stream import record_stream_config
 from xce_driver.recording import read_lines
 from xce_driver.replay import ReplayError, ReplayOptions, replay
 from xce_driver.whatif import what_if
-from xce_recorder.service import RecorderOptions, RecorderService
+from xce_recorder.config import RecorderOptions
+from xce_recorder.service import RecorderService
 from xce_schemas import CoreEvent
 from xce_schemas.admin import (
     CORE_STATUS_KEY,

@@ -348,6 +348,19 @@ def xceadmin(where: Where, *args: str) -> subprocess.CompletedProcess[str]:
     )
 
 
+def assert_replays_without_mismatch(recording: Path) -> None:
+    """``xce-sched replay RECORDING --sim-verify`` finds 0 mismatches."""
+    replayed = subprocess.run(
+        [str(BIN / "xce-sched"), "replay", str(recording), "--sim-verify"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert replayed.returncode == 0, replayed.stdout + replayed.stderr
+    assert "0 mismatches" in replayed.stdout
+
+
 # --- the whole stack -----------------------------------------------------------------------
 
 
@@ -431,20 +444,7 @@ def test_the_compose_stack_runs_a_workload_as_local_processes(
     # uvicorn shuts down cleanly, then re-raises the SIGTERM it caught (README).
     assert stack.procs[3].terminate() in (0, -signal.SIGTERM), stack.procs[3].tail()
 
-    replayed = subprocess.run(
-        [
-            str(BIN / "xce-sched"),
-            "replay",
-            str(where.recordings / "stack.jsonl.gz"),
-            "--sim-verify",
-        ],
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
-    )
-    assert replayed.returncode == 0, replayed.stdout + replayed.stderr
-    assert "0 mismatches" in replayed.stdout
+    assert_replays_without_mismatch(where.recordings / "stack.jsonl.gz")
 
 
 # --- restarts --------------------------------------------------------------------------------
@@ -553,6 +553,57 @@ def waves_trace(path: Path) -> Path:
     return path
 
 
+def play_waves(stack: Stack, where: Where, tmp_path: Path, disrupt: Callable[[], None]) -> int:
+    """Play ``waves_trace`` with the emulator through the stack's core and bridge
+    (``stack.procs[:2]``), call ``disrupt`` right after the first four jobs are
+    dispatched and forwarded, and return once the emulator has finished every job
+    (exit status 0) and the bridge is stopped cleanly; when ``disrupt`` returned,
+    wall ns."""
+    trace = waves_trace(tmp_path / "waves.swf")
+    argv = emulator_argv(where, "--workload", str(trace), "--hosts", "4", "--speed", "100")
+    emulator = stack.start("emulator", [*argv, "--timeout", str(WAIT_S)])
+
+    def dispatched() -> bool:
+        stack.check_running()
+        assert emulator.proc.poll() is None, emulator.tail()
+        op = {"op": "DISPATCH"}
+        return metric(where, "bridge", "xce_bridge_decisions_forwarded_total", **op) >= 4
+
+    poll(dispatched, "the first four jobs to be dispatched and forwarded")
+    disrupt()
+    disrupted_ns = time.time_ns()
+    try:
+        code = emulator.proc.wait(timeout=WAIT_S + 10)
+    except subprocess.TimeoutExpired:
+        raise AssertionError(f"the emulator hangs:\n{emulator.tail()}") from None
+    assert code == 0, emulator.tail()
+    assert summary_rows(emulator.tail(10_000))["jobs"] == "10 total, 10 finished"
+    stack.check_running()
+    assert stack.procs[1].terminate() == 0, stack.procs[1].tail()  # the bridge
+    return disrupted_ns
+
+
+def waves_decisions(
+    stack: Stack, where: Where, nats_url: str
+) -> tuple[list[CoreEvent], list[Stored]]:
+    """After ``play_waves``: wait for the core (``stack.procs[0]``) to handle every
+    event, stop it cleanly, and check that no event was lost or repeated and that the
+    decisions are exactly those of an uninterrupted in-process core; the events
+    (parsed) and the decisions, read from ``nats_url``."""
+    events = read_back(nats_url)[0]
+    # The core's last event handled, not its consumer's ack floor: an acknowledgement
+    # lost in a disruption holds the floor back until the event is delivered again
+    # (ack wait), though the core handled it.
+    last = events[-1].seq
+    poll(lambda: metric(where, "core", "xce_core_event_seq") >= last, "the core to catch up")
+    core = stack.procs[0]
+    assert core.terminate() == 0, core.tail()
+    events, decisions = read_back(nats_url)
+    parsed = assert_no_event_lost_or_repeated(events, 10)
+    assert_exact(decisions, reference_decisions(parsed))
+    return parsed, decisions
+
+
 def test_the_stack_rides_out_a_nats_server_restart_while_the_emulator_runs(
     bus: tuple[str, str],
     nats_server_proc: ServerProcess,
@@ -562,47 +613,18 @@ def test_the_stack_rides_out_a_nats_server_restart_while_the_emulator_runs(
 ) -> None:
     nats_url, redis_url = bus
     where = start_services(stack, nats_url, redis_url, names=("core", "bridge"))
-    trace = waves_trace(tmp_path / "waves.swf")
-    argv = emulator_argv(where, "--workload", str(trace), "--hosts", "4", "--speed", "100")
-    emulator = stack.start("emulator", [*argv, "--timeout", str(WAIT_S)])
+    starts = nats_server_proc.starts
 
-    def dispatched(count: int) -> Callable[[], bool]:
-        def check() -> bool:
-            stack.check_running()
-            assert emulator.proc.poll() is None, emulator.tail()
-            op = {"op": "DISPATCH"}
-            return metric(where, "bridge", "xce_bridge_decisions_forwarded_total", **op) >= count
-
-        return check
+    def restart() -> None:
+        restart_nats()  # SIGKILL, then the same port and store
+        assert nats_server_proc.starts == starts + 1
 
     # Killed right after the first dispatches are forwarded: some may not have reached
     # the emulator yet (it reads them from XCE_CTL_DECISIONS, durably).
-    poll(dispatched(4), "the first four jobs to be dispatched and forwarded")
-    starts = nats_server_proc.starts
-    restart_nats()  # SIGKILL, then the same port and store
-    restarted_ns = time.time_ns()
-    assert nats_server_proc.starts == starts + 1
-    try:
-        code = emulator.proc.wait(timeout=WAIT_S + 10)
-    except subprocess.TimeoutExpired:
-        raise AssertionError(f"the emulator hangs:\n{emulator.tail()}") from None
-    assert code == 0, emulator.tail()
-    assert summary_rows(emulator.tail(10_000))["jobs"] == "10 total, 10 finished"
-    stack.check_running()
-    core, bridge = stack.procs[:2]
-    assert bridge.terminate() == 0, bridge.tail()
-    events = read_back(nats_url)[0]
-    # The core's last event handled, not its consumer's ack floor: an acknowledgement
-    # lost at the kill holds the floor back until the event is delivered again (ack
-    # wait), though the core handled it.
-    last = events[-1].seq
-    poll(lambda: metric(where, "core", "xce_core_event_seq") >= last, "the core to catch up")
-    assert core.terminate() == 0, core.tail()
-    events, decisions = read_back(nats_url)
-    parsed = assert_no_event_lost_or_repeated(events, 10)
+    restarted_ns = play_waves(stack, where, tmp_path, restart)
+    parsed, decisions = waves_decisions(stack, where, nats_url)
     # Every job ended, and jobs 9-10 were submitted, through the restarted server.
     after = [e for e in parsed if e.type in ("JOB_STATE_CHANGE", "JOBS_PUSH")]
     assert sum(e.ts > restarted_ns for e in after) == len(after) - 1  # all but jobs 1-8
-    assert_exact(decisions, reference_decisions(parsed))
     dispatched_jobs = [parse_decision(orjson.loads(s.data)) for s in decisions]
     assert sorted(d.jobid for d in dispatched_jobs if d.op == "DISPATCH") == list(range(1, 11))

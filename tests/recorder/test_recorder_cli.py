@@ -7,7 +7,6 @@ NATS without JetStream need a NATS server: ``tests/live/test_recorder_cli.py``.)
 
 from __future__ import annotations
 
-import asyncio
 import re
 import socket
 import subprocess
@@ -16,8 +15,10 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from xce_recorder import service
-from xce_recorder.service import ConnectError, RecorderOptions, RecorderService
+from xce_kit.arguments import stream_limits
+from xce_kit.streams import StreamLimits
+from xce_recorder import cli
+from xce_recorder.config import RecorderOptions
 
 from tests.live.servers import free_port
 
@@ -28,15 +29,15 @@ INTERNAL = re.compile(r"\w+_s\b|snapshot_interval|fetch_batch|RecorderOptions|Er
 def run_main(argv: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int | str | None, str]:
     """``main(argv)`` in this process: its exit status and what it wrote on stderr."""
     try:
-        code: int | str | None = service.main(argv)
+        code: int | str | None = cli.main(argv)
     except SystemExit as exc:  # argparse's way of refusing
         code = exc.code
     return code, capsys.readouterr().err
 
 
 def recorder(*argv: str) -> subprocess.CompletedProcess[str]:
-    """``python -m xce_recorder.service argv`` as a child (its real stderr, logging too)."""
-    program = [sys.executable, "-m", "xce_recorder.service", *argv]
+    """``python -m xce_recorder argv`` as a child (its real stderr, logging too)."""
+    program = [sys.executable, "-m", "xce_recorder", *argv]
     return subprocess.run(program, capture_output=True, text=True, timeout=60)
 
 
@@ -50,99 +51,110 @@ def one_line(err: str) -> str:
     return lines[0]
 
 
-NATS_ALLOWED = "a NATS URL (nats://host:port, tls://, ws:// or wss://; several separated by commas)"
-REDIS_ALLOWED = "a Redis URL (redis://host:port/db, rediss://host:port/db or unix:///path)"
+NATS_ALLOWED = "(nats://host:port, tls://, ws:// or wss://; several separated by commas)"
+REDIS_ALLOWED = "(redis://host:port/db, rediss://, unix://)"
+STOP_ENDS = (
+    ": a stop must end even when the core service never answers; give a long wait, e.g. "
+    "3600, instead"
+)
 
 
-#: Each mistake, and the line it gets (after ``xce-recorder: error: ``).
+#: Each mistake, and the line it gets (after ``xce-recorder: error: ``): the kit's
+#: types (``xce_kit.options``), worded as for every live service.
 BAD_OPTIONS: list[tuple[list[str], str]] = [
-    (["--stop-wait", "-3"], "argument --stop-wait: must be a number of seconds ≥ 0, not '-3'"),
+    (
+        ["--stop-wait", "-3"],
+        "argument --stop-wait: -3 is not a finite number of seconds, 0 or more",
+    ),
     (
         ["--stop-wait", "nan"],
-        "argument --stop-wait: must be a number of seconds ≥ 0, not 'nan'",
+        "argument --stop-wait: nan is not a finite number of seconds, 0 or more",
     ),
-    (
-        ["--stop-wait", "soon"],
-        "argument --stop-wait: must be a number of seconds ≥ 0, not 'soon'",
-    ),
+    (["--stop-wait", "soon"], "argument --stop-wait: 'soon' is not a number of seconds"),
     (
         ["--stop-wait", "inf"],
-        "argument --stop-wait: must be a finite number of seconds, not 'inf' (a stop must end "
-        "even when the core service never answers; give a long wait, e.g. 3600, instead)",
+        f"argument --stop-wait: inf is not a finite number of seconds, 0 or more{STOP_ENDS}",
     ),
     (
         ["--stop-wait", "1e400"],
-        "argument --stop-wait: must be a finite number of seconds, not '1e400' (a stop must end "
-        "even when the core service never answers; give a long wait, e.g. 3600, instead)",
+        f"argument --stop-wait: 1e400 is not a finite number of seconds, 0 or more{STOP_ENDS}",
     ),
     (
         ["--connect-timeout", "0"],
-        "argument --connect-timeout: must be a positive number of seconds, not '0'",
+        "argument --connect-timeout: 0 is not a positive, finite number of seconds",
     ),
     (
         ["--connect-timeout", "-1"],
-        "argument --connect-timeout: must be a positive number of seconds, not '-1'",
+        "argument --connect-timeout: -1 is not a positive, finite number of seconds",
     ),
     (
         ["--connect-timeout", "nan"],
-        "argument --connect-timeout: must be a positive number of seconds, not 'nan'",
+        "argument --connect-timeout: nan is not a positive, finite number of seconds",
     ),
     (
         ["--connect-timeout", "inf"],
-        "argument --connect-timeout: must be a finite number of seconds, not 'inf'",
+        "argument --connect-timeout: inf is not a positive, finite number of seconds",
     ),
     (
         ["--record-snapshot-interval", "-5"],
-        "argument --record-snapshot-interval: must be a whole number ≥ 0, not '-5'",
+        "argument --record-snapshot-interval: must be 0 or more, not -5",
     ),
     (
         ["--record-snapshot-interval", "1.5"],
-        "argument --record-snapshot-interval: must be a whole number ≥ 0, not '1.5'",
+        "argument --record-snapshot-interval: '1.5' is not a whole number",
+    ),
+    (
+        ["--record-snapshot-interval", "1_000"],
+        "argument --record-snapshot-interval: '1_000' is not a whole number",
     ),
     (
         ["--record-snapshot-interval", "1" + "0" * 30],
-        "argument --record-snapshot-interval: must be a whole number from 0 to "
-        "9223372036854775807, not '1000000000000000000000000000000'",
+        "argument --record-snapshot-interval: must be 9223372036854775807 or less, "
+        "not 1000000000000000000000000000000",
     ),
-    (
-        ["--metrics-port", "0"],
-        "argument --metrics-port: must be a port number from 1 to 65535, not '0'",
-    ),
+    (["--metrics-port", "0"], "argument --metrics-port: port 0 is not between 1 and 65535"),
     (
         ["--metrics-port", "70000"],
-        "argument --metrics-port: must be a port number from 1 to 65535, not '70000'",
+        "argument --metrics-port: port 70000 is not between 1 and 65535",
     ),
-    (
-        ["--metrics-port", "http"],
-        "argument --metrics-port: must be a port number from 1 to 65535, not 'http'",
-    ),
+    (["--metrics-port", "http"], "argument --metrics-port: 'http' is not a port number"),
+    (["--metrics-port", "٩٠"], "argument --metrics-port: '٩٠' is not a port number"),
     (
         ["--log-level", "loud"],
-        "argument --log-level: must be one of DEBUG, INFO, WARNING, ERROR, not 'loud'",
+        "argument --log-level: 'loud' is not one of DEBUG, INFO, WARNING, ERROR",
     ),
-    (["--redis", "notaurl"], f"argument --redis: must be {REDIS_ALLOWED}, not 'notaurl'"),
+    (["--redis", "notaurl"], f"argument --redis: 'notaurl' is not a Redis URL {REDIS_ALLOWED}"),
     (
         ["--redis", "redis://h:x/0"],
-        f"argument --redis: must be {REDIS_ALLOWED}, not 'redis://h:x/0' "
-        "(port could not be cast to integer value as 'x')",
+        f"argument --redis: 'redis://h:x/0' is not a Redis URL {REDIS_ALLOWED}: "
+        "port could not be cast to integer value as 'x'",
     ),
     (
         ["--redis", "redis://h:6379/zero"],
-        f"argument --redis: must be {REDIS_ALLOWED}, not 'redis://h:6379/zero' "
-        "(database 'zero' is not a number)",
+        f"argument --redis: 'redis://h:6379/zero' is not a Redis URL {REDIS_ALLOWED}: "
+        "database 'zero' is not a number",
     ),
     (
         ["--nats", "http://h:4222"],
-        f"argument --nats: must be {NATS_ALLOWED}, not 'http://h:4222' (unknown scheme 'http')",
+        f"argument --nats: 'http://h:4222' is not a NATS URL {NATS_ALLOWED}: unknown scheme 'http'",
     ),
     (
         ["--nats", "nats://h:99999"],
-        f"argument --nats: must be {NATS_ALLOWED}, not 'nats://h:99999' "
-        "(bad port in 'nats://h:99999')",
+        f"argument --nats: 'nats://h:99999' is not a NATS URL {NATS_ALLOWED}: "
+        "bad port in 'nats://h:99999'",
     ),
     (
         ["--nats", "nats://a:1,,nats://b:2"],
-        f"argument --nats: must be {NATS_ALLOWED}, not 'nats://a:1,,nats://b:2' (an empty URL)",
+        f"argument --nats: 'nats://a:1,,nats://b:2' is not a NATS URL {NATS_ALLOWED}: an empty URL",
+    ),
+    (
+        ["--nats", "nats://a:1,ws://b:2"],
+        f"argument --nats: 'nats://a:1,ws://b:2' is not a NATS URL {NATS_ALLOWED}: "
+        "websocket and other URLs mixed",
+    ),
+    (
+        ["--stream-replicas", "9"],
+        "argument --stream-replicas: must be 5 or less, not 9",
     ),
     (["--no-such-option"], "unrecognized arguments: --no-such-option"),
 ]
@@ -160,7 +172,7 @@ def test_a_bad_option_is_one_argparse_line(
 
 
 def test_good_options_are_taken() -> None:
-    args = service.build_parser().parse_args(
+    args = cli.build_parser().parse_args(
         [
             "--stop-wait",
             "0",
@@ -176,11 +188,22 @@ def test_good_options_are_taken() -> None:
             "nats://a:4222, b:4223",
             "--redis",
             "unix:///run/redis.sock",
+            "--stream-max-age",
+            "3600",
+            "--stream-max-bytes",
+            "1GiB",
+            "--stream-replicas",
+            "3",
         ]
     )
     assert (args.stop_wait, args.connect_timeout, args.record_snapshot_interval) == (0, 0.5, 0)
     assert (args.metrics_port, args.log_level) == (9103, "DEBUG")
     assert (args.nats, args.redis) == ("nats://a:4222, b:4223", "unix:///run/redis.sock")
+    assert stream_limits(args) == StreamLimits(max_age_s=3600.0, max_bytes=2**30, replicas=3)
+
+
+def test_metrics_are_served_on_this_host_only_unless_told() -> None:
+    assert cli.build_parser().parse_args([]).metrics_addr == "127.0.0.1"
 
 
 def unreachable() -> list[str]:
@@ -271,7 +294,8 @@ def test_a_recordings_folder_that_cannot_be_made_is_one_line(
     assert one_line(err) == f"xce-recorder: error: --recordings-dir {folder}: {why}"
 
 
-def test_the_service_refuses_a_url_that_is_not_a_nats_url(tmp_path: Path) -> None:
-    options = RecorderOptions(nats_url="http://h:4222", recordings_dir=tmp_path)
-    with pytest.raises(ConnectError, match=r"^NATS at http://h:4222: not a NATS URL \("):
-        asyncio.run(RecorderService(options).run())
+def test_the_options_refuse_a_url_that_is_not_a_nats_url(tmp_path: Path) -> None:
+    with pytest.raises(
+        ValueError, match=r"^nats_url 'http://h:4222' is not a NATS URL \(unknown scheme 'http'\)$"
+    ):
+        RecorderOptions(nats_url="http://h:4222", recordings_dir=tmp_path)

@@ -15,12 +15,12 @@ import pytest
 from xce_core.core import SchedCore
 from xce_driver.live.record_stream import RecordStream
 from xce_driver.recording import Recorder, RecordingWriter
-from xce_recorder.service import (
-    RecorderOptions,
-    RecorderService,
-    decode_record_message,
-    recording_id,
-)
+from xce_recorder.config import RecorderOptions
+from xce_recorder.core_link import recording_id
+from xce_recorder.cursor import RecordLine, decode_record_message
+from xce_recorder.metrics import RecorderMetrics
+from xce_recorder.service import RecorderService
+from xce_recorder.session import Session
 from xce_recorder.sink import export_stream
 from xce_schemas import Decision
 from xce_schemas.admin import RecorderCommand
@@ -232,3 +232,36 @@ def test_commands_need_no_server_to_be_refused() -> None:
         None,
         "recording name 'a/b' is a path; give a file name only (no '/' or '\\')",
     ]
+
+
+def test_a_session_stores_whole_events_only_and_counts_them_once_stored() -> None:
+    def line(number: int, seq: int, type_: str, last: bool, data: bytes = b"x") -> RecordLine:
+        return RecordLine(number=number, seq=seq, type=type_, last=last, data=data)
+
+    session = Session("r.jsonl", "k", "r-1", 4, "2024-01-01T00:00:00Z", None, seq=4)  # type: ignore[arg-type]
+    session.take([line(0, 4, "HEADER", False), line(1, 4, "SNAPSHOT", True)])
+    session.take([line(2, 5, "JOB_SUBMIT", False), line(3, 5, "DECISION", False)])
+    assert [x.number for x in session.ready] == [0, 1]  # event 5 not whole yet
+    tally = session.tally()
+    assert (tally.seq, tally.lines, tally.snapshots) == (4, 2, 1)
+    assert (session.seq, session.lines) == (4, 0)  # nothing counted before the write
+    metrics = RecorderMetrics()
+    metrics.stored(session.stored(tally))
+    assert (session.seq, session.lines, session.snapshots, session.ready) == (4, 2, 1, [])
+    session.take([line(4, 5, "DECISION", True), line(5, 6, "BEGIN_ROUND", False)])
+    session.take([line(6, 6, "END", True, b'{"type":"END"}')])
+    # The END drops the unfinished event 6 and is stored last.
+    assert [x.number for x in session.ready] == [2, 3, 4, 6] and session.ended
+    metrics.stored(session.stored(session.tally()))
+    assert (session.seq, session.lines, session.snapshots) == (6, 6, 1)
+    counted = {
+        name: metrics.registry.get_sample_value(name)
+        for name in (
+            "xce_recorder_lines_written_total",
+            "xce_recorder_snapshots_total",
+            "xce_recorder_events_total",
+            "xce_recorder_decisions_total",
+            "xce_recorder_event_seq",
+        )
+    }
+    assert list(counted.values()) == [6, 1, 1, 2, 6]

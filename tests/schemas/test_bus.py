@@ -13,6 +13,9 @@ from xce_schemas.bus import (
     event_subject,
     event_type_of,
     parse_decision_msg_id,
+    parse_record_msg_id,
+    record_msg_id,
+    record_subject,
 )
 
 
@@ -42,10 +45,22 @@ def test_a_subject_of_no_event_type_names_none(subject: str) -> None:
         (lambda: event_subject("NOPE"), "'NOPE' is not an event type"),
         (lambda: decision_subject("KILL"), "'KILL' is not a decision op"),
         (lambda: deadletter_subject("a.b"), "'a.b' is not a subject token"),
+        (lambda: deadletter_subject("core\n"), "'core\\\\n' is not a subject token"),
+        (lambda: record_subject("rec1\n"), "'rec1\\\\n' is not a subject token"),
+        (lambda: record_msg_id("rec1\n", 0), "no record message id for 'rec1\\\\n'"),
         (lambda: decision_msg_id(0, 0), "no decision id for event seq 0"),
         (lambda: decision_msg_id(1, -1), "no decision id for event seq 1, index -1"),
     ],
-    ids=["unknown event type", "unknown op", "dotted source", "seq 0", "negative index"],
+    ids=[
+        "unknown event type",
+        "unknown op",
+        "dotted source",
+        "source with a final newline",
+        "recording id with a final newline",
+        "record message id with a final newline",
+        "seq 0",
+        "negative index",
+    ],
 )
 def test_bad_names_are_refused(call: object, message: str) -> None:
     with pytest.raises(ValueError, match=message):
@@ -60,9 +75,17 @@ def test_decision_ids_round_trip_and_order_like_the_stream() -> None:
     assert len(set(ids)) == len(ids)
 
 
-@pytest.mark.parametrize("text", ["", "xce-core:1", "xce-core:a:0", "other:1:0", "xce-core:1:0:2"])
+@pytest.mark.parametrize(
+    "text", ["", "xce-core:1", "xce-core:a:0", "other:1:0", "xce-core:1:0:2", "xce-core:1:0\n"]
+)
 def test_other_ids_are_not_decision_ids(text: str) -> None:
     assert parse_decision_msg_id(text) is None
+
+
+@pytest.mark.parametrize("text", ["xce-rec:r1:0\n", "xce-rec:r1\n:0", "xce-rec:r1:x", ""])
+def test_other_ids_are_not_record_ids(text: str) -> None:
+    assert parse_record_msg_id("xce-rec:r1:0") == ("r1", 0)
+    assert parse_record_msg_id(text) is None
 
 
 def test_a_dead_letter_round_trips_and_refuses_unknown_fields() -> None:

@@ -36,6 +36,7 @@ def test_windows_parse_to_minutes_of_the_day_or_week(
         ("7:8:00-9:00", "day 7 is not 0-6"),
         ("1:8:00-9:00", "give a day on both ends or on neither"),
         ("\uff18:00-9:00", "is not [day:]hh[:mm]"),  # a full-width digit
+        ("8:00-18:00\n", "is not [day:]hh[:mm]"),  # "$" of re.match let it through
     ],
 )
 def test_bad_windows_are_refused_by_name(window: str, message: str) -> None:

@@ -13,34 +13,25 @@ and metrics (Req 10 AC 9).
 | ``GET /metrics`` | | Prometheus metrics (``xce_admin_*``) |
 
 "token" means ``Authorization: Bearer <XCE_ADMIN_TOKEN>``: without it, or with another
-token, the answer is 401. Downloads need it too, since a recording holds every job's
-user and request. Recording names are single file names in the recordings directory
+token, the answer is 401, given before any of the request's body is read
+(``guard``). Downloads need it too, since a recording holds every job's user and
+request. A body larger than ``--max-body-bytes`` (64 KiB) is answered 413. Recording
+names are single file names in the recordings directory
 (``xce_schemas.admin.recording_name``); anything else, a path or ``..`` above all,
 is refused with 400.
 """
 
 from __future__ import annotations
 
-import hmac
-import math
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable, MutableMapping
+from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
-from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends, FastAPI, HTTPException, Request, status
 from fastapi import Path as PathParam
 from fastapi.responses import FileResponse, JSONResponse, Response
-from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
-from prometheus_client import (
-    CONTENT_TYPE_LATEST,
-    CollectorRegistry,
-    Counter,
-    Histogram,
-    generate_latest,
-)
+from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest
 from xce_schemas.admin import (
     MAX_NAME_LENGTH,
     RecorderCommand,
@@ -49,9 +40,10 @@ from xce_schemas.admin import (
 )
 
 from xce_admin.backend import Backend, LiveBackend, RecordingsDir, Unavailable
+from xce_admin.guard import RequestGuard, require_token
+from xce_admin.metrics import AdminMetrics, MetricsMiddleware
 from xce_admin.models import (
     FILE_PATTERN,
-    MAX_ROUND_AGE_S,
     CoreOut,
     CoreState,
     ErrorOut,
@@ -63,125 +55,11 @@ from xce_admin.models import (
     StartRequest,
     core_state,
 )
+from xce_admin.settings import AdminSettings, ConfigError
 
-#: Request durations, s.
-LATENCY_BUCKETS_S = (0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 60.0)
-
-
-class ConfigError(ValueError):
-    """The admin server cannot start with this configuration (the message says why)."""
-
-
-@dataclass(frozen=True)
-class AdminSettings:
-    """The admin server's configuration.
-
-    Attributes:
-        token: the bearer token of the protected endpoints (``XCE_ADMIN_TOKEN``).
-        redis_url: Redis URL.
-        nats_url: NATS URL(s).
-        recordings_dir: the recorder's recordings directory (shared with it).
-        command_timeout_s: how long a recorder command may take, s.
-        max_round_age_s: the core counts as scheduling while its last round is at
-            most this old, s (``--max-round-age``, ``XCE_MAX_ROUND_AGE``); past it
-            ``/health`` answers 503 and ``xceadmin scheduler status`` exits 4.
-
-    Raises:
-        ConfigError: an empty token, a timeout or an age of 0 or less.
-    """
-
-    token: str
-    redis_url: str = "redis://127.0.0.1:6379/0"
-    nats_url: str = "nats://127.0.0.1:4222"
-    recordings_dir: Path = Path("recordings")
-    command_timeout_s: float = 60.0
-    max_round_age_s: float = MAX_ROUND_AGE_S
-
-    def __post_init__(self) -> None:
-        if not self.token.strip():
-            raise ConfigError(
-                "XCE_ADMIN_TOKEN is not set: the admin API refuses to start without the "
-                "token that protects recording control (export XCE_ADMIN_TOKEN=<secret>)"
-            )
-        if self.command_timeout_s <= 0:
-            raise ConfigError(f"command timeout must be positive, not {self.command_timeout_s}")
-        if not (math.isfinite(self.max_round_age_s) and self.max_round_age_s > 0):
-            raise ConfigError(
-                f"--max-round-age must be a positive number of seconds, not {self.max_round_age_s}"
-            )
-        if self.redis_url.partition("://")[0] not in ("redis", "rediss", "unix"):
-            raise ConfigError(
-                f"--redis: {self.redis_url!r} is not a Redis URL "
-                "(redis://host:port/db, rediss://, unix://)"
-            )
-
-
-@dataclass
-class AdminMetrics:
-    """``xce_admin_requests_total{endpoint,status}`` and
-    ``xce_admin_request_duration_seconds{endpoint}``, in their own registry."""
-
-    registry: CollectorRegistry = field(default_factory=CollectorRegistry)
-
-    def __post_init__(self) -> None:
-        self.requests = Counter(
-            "xce_admin_requests",
-            "Requests answered, by endpoint (route template) and HTTP status",
-            ["endpoint", "status"],
-            registry=self.registry,
-        )
-        self.latency = Histogram(
-            "xce_admin_request_duration_seconds",
-            "Wall time to answer a request, s",
-            ["endpoint"],
-            buckets=LATENCY_BUCKETS_S,
-            registry=self.registry,
-        )
-
-
-Scope = MutableMapping[str, Any]
-Message = MutableMapping[str, Any]
-Receive = Callable[[], Awaitable[Message]]
-Send = Callable[[Message], Awaitable[None]]
-ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
-
-
-class MetricsMiddleware:
-    """Counts every HTTP request by its route template (``/scheduler/recordings/{name}``,
-    so the label set stays small; ``unmatched`` for unknown paths) and status."""
-
-    def __init__(self, app: ASGIApp, metrics: AdminMetrics) -> None:
-        self.app = app
-        self.metrics = metrics
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http":
-            await self.app(scope, receive, send)
-            return
-        started = time.perf_counter()
-        code = 500
-
-        async def sending(message: Message) -> None:
-            nonlocal code
-            if message["type"] == "http.response.start":
-                code = int(message["status"])
-            await send(message)
-
-        try:
-            await self.app(scope, receive, sending)
-        finally:
-            route = scope.get("route")
-            endpoint = getattr(route, "path", None) or "unmatched"
-            self.metrics.requests.labels(endpoint, str(code)).inc()
-            self.metrics.latency.labels(endpoint).observe(time.perf_counter() - started)
-
+__all__ = ["AdminMetrics", "AdminSettings", "ConfigError", "create_app"]
 
 # --- dependencies -----------------------------------------------------------------------
-
-_bearer = HTTPBearer(
-    auto_error=False,
-    description="XCE_ADMIN_TOKEN, the admin server's token: Authorization: Bearer <token>.",
-)
 
 
 def get_settings(request: Request) -> AdminSettings:
@@ -201,34 +79,11 @@ def get_recordings(settings: Annotated[AdminSettings, Depends(get_settings)]) ->
     return RecordingsDir(settings.recordings_dir)
 
 
-def require_token(
-    settings: Annotated[AdminSettings, Depends(get_settings)],
-    credentials: Annotated[HTTPAuthorizationCredentials | None, Depends(_bearer)],
-) -> None:
-    """Let the request through only with ``Authorization: Bearer <the token>``.
-
-    Raises:
-        HTTPException: 401, naming what is missing or wrong.
-    """
-    if credentials is None:
-        raise HTTPException(
-            status.HTTP_401_UNAUTHORIZED,
-            "this endpoint needs 'Authorization: Bearer <XCE_ADMIN_TOKEN>'",
-            headers={"WWW-Authenticate": "Bearer"},
-        )
-    given = credentials.credentials.encode("utf-8", "surrogateescape")
-    if not hmac.compare_digest(given, settings.token.encode()):
-        raise HTTPException(
-            status.HTTP_401_UNAUTHORIZED,
-            "wrong token",
-            headers={"WWW-Authenticate": "Bearer"},
-        )
-
-
 BackendDep = Annotated[Backend, Depends(get_backend)]
 
 _ERRORS: dict[int | str, dict[str, Any]] = {
     401: {"model": ErrorOut, "description": "No bearer token, or a wrong one."},
+    413: {"model": ErrorOut, "description": "A body larger than --max-body-bytes."},
     503: {"model": ErrorOut, "description": "NATS, Redis or the recorder does not answer."},
 }
 
@@ -437,22 +292,29 @@ async def _unavailable(request: Request, exc: Exception) -> JSONResponse:
 
 
 def create_app(settings: AdminSettings, backend: Backend | None = None) -> FastAPI:
-    """The admin API.
+    """The admin API, behind its ``RequestGuard`` (token, then body size, before any
+    body is read).
 
     Args:
-        settings: token, servers, recordings directory.
+        settings: token, servers, recordings directory, body limit.
         backend: what it talks to; default a ``LiveBackend`` on the settings' servers
-            (connected lazily, closed at shutdown).
+            (NATS connected in the background from startup, both closed at shutdown).
     """
-    live = LiveBackend(settings.redis_url, settings.nats_url, settings.command_timeout_s)
-    chosen: Backend = live if backend is None else backend
+    live = (
+        LiveBackend(settings.redis_url, settings.nats_url, settings.command_timeout_s)
+        if backend is None
+        else None
+    )
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        if live is not None:
+            live.start()
         try:
             yield
         finally:
-            await live.close()
+            if live is not None:
+                await live.close()
 
     app = FastAPI(
         title="XCE scheduler admin API",
@@ -461,10 +323,19 @@ def create_app(settings: AdminSettings, backend: Backend | None = None) -> FastA
         lifespan=lifespan,
     )
     app.state.settings = settings
-    app.state.backend = chosen
+    app.state.backend = live if backend is None else backend
     app.state.metrics = AdminMetrics()
     app.add_exception_handler(Unavailable, _unavailable)
-    for router in (record, recordings, scheduler, ops):
+    routers = (record, recordings, scheduler, ops)
+    for router in routers:
         app.include_router(router)
+    # The last added runs first: the metrics see every answer, the guard's too. The
+    # guard matches the routers' own routes (FastAPI may wrap what it includes).
+    app.add_middleware(
+        RequestGuard,
+        routes=[route for router in routers for route in router.routes],
+        token=settings.token,
+        max_body_bytes=settings.max_body_bytes,
+    )
     app.add_middleware(MetricsMiddleware, metrics=app.state.metrics)
     return app

@@ -7,21 +7,21 @@ tests swap in another through ``app.dependency_overrides``.
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
 import logging
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Protocol
 
-import nats
-import redis.asyncio as aioredis
 from nats.aio.client import Client as NatsClient
 from nats.errors import Error as NatsError
 from nats.errors import NoRespondersError
 from pydantic import ValidationError
+from redis.asyncio.retry import Retry
+from redis.backoff import ExponentialBackoff
+from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import RedisError
+from xce_kit.redis_client import redis_from_url
 from xce_schemas.admin import (
     CORE_STATUS_KEY,
     RECORDER_CONTROL_SUBJECT,
@@ -37,7 +37,16 @@ from xce_schemas.admin import (
     recording_name,
 )
 
+from xce_admin.nats_link import NatsDown, NatsLink
+
 log = logging.getLogger("xce_admin.backend")
+
+#: Tries of a Redis command after the first, on a connection error (a restarted
+#: Redis closed the pooled connection; the retry reconnects), 0.1 then 0.2 s apart.
+REDIS_RETRIES = 2
+#: How long connecting to Redis may take, s, and a command's answer.
+REDIS_CONNECT_TIMEOUT_S = 1.0
+REDIS_TIMEOUT_S = 5.0
 
 
 class Unavailable(RuntimeError):
@@ -77,45 +86,56 @@ class Backend(Protocol):
 
 
 class LiveBackend:
-    """The real backend: Redis and NATS, connected lazily and again after a failure.
+    """The real backend: Redis, and NATS through a ``NatsLink`` (connected in the
+    background; a request that needs NATS while it is down is answered 503 within
+    ``NatsLink.wait_s``, and one that needs only Redis does not wait for it).
+
+    Redis commands are retried on a connection error (``REDIS_RETRIES`` times), so a
+    Redis that restarted between two requests costs the next one a reconnect, not a
+    failure; every command the admin sends only reads, so a retry is safe.
+
+    Both authenticate as the environment says (``xce_kit.auth``).
 
     Args:
         redis_url: the Redis URL.
         nats_url: the NATS URL(s).
         timeout_s: how long a recorder command may take, s (a start waits for the
             core service to reach the end of the event stream).
+
+    Raises:
+        xce_kit.auth.CredentialsError: the Redis credentials the environment names
+            cannot be used, or ``redis_url`` carries a password.
     """
 
     def __init__(self, redis_url: str, nats_url: str, timeout_s: float = 60.0) -> None:
         self.redis_url = redis_url
         self.nats_url = nats_url
         self.timeout_s = timeout_s
-        self._redis = aioredis.Redis.from_url(
-            redis_url, socket_connect_timeout=2.0, socket_timeout=5.0
+        self._redis = redis_from_url(
+            redis_url,
+            socket_connect_timeout=REDIS_CONNECT_TIMEOUT_S,
+            socket_timeout=REDIS_TIMEOUT_S,
+            # Not on a timeout: a Redis that hangs is reported after one.
+            retry=Retry(
+                ExponentialBackoff(cap=0.5, base=0.05), REDIS_RETRIES, (RedisConnectionError,)
+            ),
         )
-        self._nc: NatsClient | None = None
-        self._lock = asyncio.Lock()
+        self._link = NatsLink(nats_url)
+
+    def start(self) -> None:
+        """Begin connecting to NATS in the background (call within the event loop)."""
+        self._link.start()
 
     async def close(self) -> None:
         """Close both connections."""
         await self._redis.aclose()
-        if self._nc is not None and not self._nc.is_closed:
-            with contextlib.suppress(NatsError):
-                await self._nc.close()
+        await self._link.close()
 
     async def _nats(self) -> NatsClient:
-        async with self._lock:
-            if self._nc is None or self._nc.is_closed:
-                try:
-                    self._nc = await nats.connect(
-                        self.nats_url,
-                        name="xce-admin",
-                        allow_reconnect=False,
-                        connect_timeout=2.0,
-                    )
-                except (NatsError, OSError, TimeoutError) as exc:
-                    raise Unavailable(f"NATS at {self.nats_url} does not answer ({exc})") from None
-            return self._nc
+        try:
+            return await self._link.client()
+        except NatsDown as exc:
+            raise Unavailable(str(exc)) from None
 
     async def command(self, command: RecorderCommand) -> RecorderReply:
         """See ``Backend.command``."""
@@ -170,8 +190,8 @@ class LiveBackend:
         except (RedisError, OSError):
             redis_ok = False
         try:
-            nats_ok = (await self._nats()).is_connected
-        except Unavailable:
+            nats_ok = (await self._link.client()).is_connected
+        except NatsDown:
             nats_ok = False
         return redis_ok, nats_ok
 

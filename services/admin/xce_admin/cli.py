@@ -11,7 +11,9 @@ xceadmin scheduler status                  # core (last round, jobs, lag) and re
 ```
 
 The server is ``--url`` (default ``$XCE_ADMIN_URL``, else ``http://127.0.0.1:8080``);
-the token is ``$XCE_ADMIN_TOKEN`` (or ``--token``). Every failure is one line on
+the token is the content of the file ``$XCE_ADMIN_TOKEN_FILE`` names, else
+``$XCE_ADMIN_TOKEN``; never an option, which any user of the host could read in the
+process list. Every failure is one line on
 stderr. Exit status: 0 done; 1 refused by the server (bad name, wrong token, already
 recording, …); 2 bad usage; 3 the server cannot be reached or failed; 4 (``scheduler
 status``) the core does not schedule: no round within the admin server's
@@ -25,7 +27,7 @@ import argparse
 import math
 import os
 import sys
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import httpx
@@ -63,6 +65,37 @@ def positive_seconds(text: str) -> float:
     return value
 
 
+def _no_token_option(_text: str) -> str:
+    raise argparse.ArgumentTypeError(
+        "the token is not taken on the command line (it would show in the process list):"
+        " set XCE_ADMIN_TOKEN_FILE to a file holding it, or XCE_ADMIN_TOKEN"
+    )
+
+
+def client_token(environ: Mapping[str, str]) -> str | None:
+    """The bearer token the client sends: the content of the file
+    ``XCE_ADMIN_TOKEN_FILE`` names (white space around it dropped), else
+    ``XCE_ADMIN_TOKEN``, else None.
+
+    Raises:
+        CliError: the file cannot be used (missing, not a regular file, empty, too
+            large), exit status 2; the message names the variable and the file, never
+            the token.
+    """
+    file = environ.get("XCE_ADMIN_TOKEN_FILE")
+    if not file:
+        return environ.get("XCE_ADMIN_TOKEN") or None
+    # Imported here: the kit brings the NATS client in, which a plain call to the API
+    # does not need (about 0.3 s).
+    from xce_kit.auth import CredentialsError, read_secret_file
+
+    try:
+        data = read_secret_file("XCE_ADMIN_TOKEN_FILE", file)
+    except CredentialsError as exc:
+        raise CliError(str(exc), EXIT_USAGE) from None
+    return data.decode("ascii", "replace").strip()
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The ``xceadmin`` command line."""
     parser = argparse.ArgumentParser(
@@ -73,11 +106,9 @@ def build_parser() -> argparse.ArgumentParser:
         default=os.environ.get("XCE_ADMIN_URL", DEFAULT_URL),
         help="admin API URL (default $XCE_ADMIN_URL or %(default)s)",
     )
-    parser.add_argument(
-        "--token",
-        default=os.environ.get("XCE_ADMIN_TOKEN"),
-        help="bearer token (default $XCE_ADMIN_TOKEN)",
-    )
+    # Refused with a pointer to the environment, not "unrecognized": the option was
+    # taken before, and a token on the command line shows in the process list.
+    parser.add_argument("--token", type=_no_token_option, help=argparse.SUPPRESS)
     parser.add_argument(
         "--timeout",
         type=positive_seconds,
@@ -111,7 +142,8 @@ def _call(
         CliError: the server cannot be reached, refuses (4xx) or fails (5xx).
     """
     url = args.url.rstrip("/") + path
-    headers = {"Authorization": f"Bearer {args.token}"} if args.token else {}
+    token = client_token(os.environ)
+    headers = {"Authorization": f"Bearer {token}"} if token else {}
     try:
         response = httpx.request(method, url, json=body, headers=headers, timeout=args.timeout)
     except httpx.InvalidURL as exc:
@@ -130,7 +162,7 @@ def _call(
         ) from None
     detail = _detail(response)
     if response.status_code == 401:
-        hint = "" if args.token else " (set XCE_ADMIN_TOKEN or --token)"
+        hint = "" if token else " (set XCE_ADMIN_TOKEN_FILE or XCE_ADMIN_TOKEN)"
         raise CliError(f"unauthorized: {detail}{hint}", EXIT_REFUSED)
     if 400 <= response.status_code < 500:
         raise CliError(detail, EXIT_REFUSED)

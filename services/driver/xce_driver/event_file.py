@@ -19,7 +19,8 @@ from pathlib import Path
 from xce_schemas import JobsPush, RunTime, RunTimePayload, SchedulerConfig
 from xce_schemas.events import JobsPushPayload
 
-from xce_driver.emulator import NS, job_spec, refused_at_submission
+from xce_driver.cluster.controller import job_spec, refused_at_submission
+from xce_driver.cluster.jobs import NS
 from xce_driver.recording import RecordingWriter
 from xce_driver.workloads.mapping import MappedWorkload
 

@@ -25,7 +25,7 @@ import statistics
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 
-from xce_driver.emulator import JobRecord
+from xce_driver.cluster.jobs import JobRecord
 
 #: τ of the bounded slowdown, s.
 SLOWDOWN_BOUND_S = 10

@@ -57,7 +57,8 @@ from pathlib import Path
 
 from xce_schemas import BackfillPolicy, SchedulerConfig
 
-from xce_driver.emulator import REJECT_QUEUE_CLOSED, JobRecord
+from xce_driver.cluster.controller import REJECT_QUEUE_CLOSED
+from xce_driver.cluster.jobs import JobRecord
 from xce_driver.metrics import (
     TimeSeries,
     bounded_slowdown,

@@ -13,9 +13,10 @@ which ``scheduler_config`` merges over the queue map's ``name:priority`` queues.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Protocol
 
 import orjson
 from pydantic import TypeAdapter, ValidationError
@@ -34,8 +35,9 @@ from xce_schemas import (
 from xce_schemas.errors import describe
 
 from xce_driver.batch_gc import batch_gc
+from xce_driver.cluster.jobs import EmulatorStats, JobRecord
 from xce_driver.config_files import read_text
-from xce_driver.emulator import ClusterEmulator, JobRecord, Workload
+from xce_driver.emulator import ClusterEmulator
 from xce_driver.plugins import load_registry
 from xce_driver.recording import Recorder, RecordingWriter
 from xce_driver.report import Report, backfill_label, summarize
@@ -345,8 +347,18 @@ def run_simulation(
     return SimulationResult(report, records)
 
 
+class Emulated(Protocol):
+    """An emulator's run, virtual-time or live: what happened to every job, and the
+    counts of what crossed the core's boundary."""
+
+    @property
+    def records(self) -> Mapping[int, JobRecord]: ...
+    @property
+    def stats(self) -> EmulatorStats: ...
+
+
 def emulation_report(
-    emulator: Workload,
+    emulator: Emulated,
     workload: MappedWorkload,
     source: str,
     policy: str,

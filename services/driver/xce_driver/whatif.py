@@ -79,7 +79,6 @@ from xce_schemas import (
     JobState,
     JobStateChange,
     Pend,
-    PendingCode,
     QueueSpec,
     Resume,
     RunTime,
@@ -89,16 +88,9 @@ from xce_schemas.errors import describe
 from xce_schemas.events import EVENT_ADAPTER, ConfigPush, JobsPushPayload, QueueUpdate
 from xce_schemas.snapshot import CoreSnapshot
 
-from xce_driver.emulator import (
-    NS,
-    REJECT_LARGER_THAN_CLUSTER,
-    ClusterEmulator,
-    EmulatorStats,
-    JobRecord,
-    RunPlan,
-    Submitted,
-    record_of,
-)
+from xce_driver.cluster.controller import REJECT_LARGER_THAN_CLUSTER, rejected_by_controller
+from xce_driver.cluster.jobs import NS, EmulatorStats, JobRecord, RunPlan, Submitted, record_of
+from xce_driver.emulator import ClusterEmulator
 from xce_driver.recording import IncompleteRecording, Line, RecordingError, read_lines
 from xce_driver.replay import (
     MAX_SHOWN,
@@ -197,10 +189,6 @@ class WhatIfResult:
 
 
 # --- the base run, from its recording --------------------------------------------------
-
-
-#: Pending reasons a controller answers by rejecting the job (``simulate``'s emulator).
-_REJECTED = frozenset({PendingCode.JOB_LARGER_THAN_CLUSTER})
 
 
 class _BaseRun:
@@ -316,7 +304,7 @@ class _BaseRun:
             self._since[jobid] = ts
         elif isinstance(decision, Resume) and jobid in self._since:
             self._resumed(ts, jobid)
-        elif isinstance(decision, Pend) and decision.reason.main in _REJECTED:
+        elif isinstance(decision, Pend) and rejected_by_controller(decision):
             self._too_big.add(jobid)
 
     def _resumed(self, ts: int, jobid: int) -> None:

@@ -12,62 +12,88 @@ from __future__ import annotations
 import argparse
 
 from xce_kit.metrics import DEFAULT_METRICS_ADDR
-from xce_kit.options import LOG_LEVELS, log_level, port, redis_url, seconds_or_zero, whole
-from xce_kit.streams import StreamLimits
+from xce_kit.options import (
+    LOG_LEVELS,
+    byte_size,
+    log_level,
+    nats_url,
+    port,
+    redis_url,
+    seconds_or_zero,
+    whole,
+)
+from xce_kit.streams import DEFAULT_LIMITS, MAX_REPLICAS, StreamLimits
 
 #: Where the services look for NATS and Redis unless told otherwise.
 DEFAULT_NATS_URL = "nats://127.0.0.1:4222"
 DEFAULT_REDIS_URL = "redis://127.0.0.1:6379/0"
 
 
-def add_service_arguments(parser: argparse.ArgumentParser, *, redis: bool = True) -> None:
+def add_service_arguments(
+    parser: argparse.ArgumentParser,
+    *,
+    redis: bool = True,
+    metrics: bool = True,
+    streams: bool = True,
+) -> None:
     """Add ``--nats``, ``--redis`` (when the service uses Redis), ``--metrics-port``,
-    ``--metrics-addr`` (loopback by default), ``--log-level`` and the stream limits
-    ``--stream-max-age`` (s, 0 keeps forever), ``--stream-max-bytes`` (-1 no limit)
-    and ``--stream-replicas`` to ``parser``."""
+    ``--metrics-addr`` (loopback by default; when it serves metrics on a port of its
+    own), ``--log-level`` and (when it creates streams) the stream limits
+    ``--stream-max-age`` (s, 0 keeps forever), ``--stream-max-bytes`` (bytes, with a
+    unit or not; -1 no limit) and ``--stream-replicas``, defaulting to
+    ``streams.DEFAULT_LIMITS``, to ``parser``."""
     parser.add_argument(
-        "--nats", default=DEFAULT_NATS_URL, metavar="URL", help="NATS server URL(s)"
+        "--nats",
+        type=nats_url,
+        default=DEFAULT_NATS_URL,
+        metavar="URL",
+        help=f"NATS server URL; several separated by commas (default {DEFAULT_NATS_URL})",
     )
     if redis:
         parser.add_argument(
             "--redis", type=redis_url, default=DEFAULT_REDIS_URL, metavar="URL", help="Redis URL"
         )
-    parser.add_argument(
-        "--metrics-port", type=port, default=None, metavar="P", help="serve /metrics on port P"
-    )
-    parser.add_argument(
-        "--metrics-addr",
-        default=DEFAULT_METRICS_ADDR,
-        metavar="ADDR",
-        help=f"address /metrics binds (default {DEFAULT_METRICS_ADDR}: this host only)",
-    )
+    if metrics:
+        parser.add_argument(
+            "--metrics-port", type=port, default=None, metavar="P", help="serve /metrics on port P"
+        )
+        parser.add_argument(
+            "--metrics-addr",
+            default=DEFAULT_METRICS_ADDR,
+            metavar="ADDR",
+            help=f"address /metrics binds (default {DEFAULT_METRICS_ADDR}: this host only)",
+        )
     parser.add_argument(
         "--log-level",
         type=log_level,
         default="INFO",
         help=", ".join(LOG_LEVELS) + " (default INFO)",
     )
-    limits = StreamLimits()
+    if not streams:
+        return
+    limits = DEFAULT_LIMITS
     parser.add_argument(
         "--stream-max-age",
         type=seconds_or_zero,
         default=limits.max_age_s,
         metavar="S",
-        help="streams this service creates drop messages older than S seconds (0: never)",
+        help="streams this service creates drop messages older than S seconds "
+        f"(default {limits.max_age_s:g}; 0: never)",
     )
     parser.add_argument(
         "--stream-max-bytes",
-        type=whole(-1),
+        type=byte_size,
         default=limits.max_bytes,
         metavar="B",
-        help="... and their oldest messages beyond B bytes (-1: no limit)",
+        help="... and their oldest messages beyond B bytes each, e.g. 8GiB "
+        f"(default {limits.max_bytes}; -1: no limit); see docs/operations.md",
     )
     parser.add_argument(
         "--stream-replicas",
-        type=whole(1),
+        type=whole(1, MAX_REPLICAS),
         default=limits.replicas,
         metavar="R",
-        help="... kept on R servers of a JetStream cluster (default 1)",
+        help=f"... kept on R servers of a JetStream cluster (1-{MAX_REPLICAS}, default 1)",
     )
 
 

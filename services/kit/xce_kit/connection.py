@@ -2,7 +2,9 @@
 
 The client tries a few times at start, so a wrong URL fails in about a second with
 one clear error instead of hanging; once connected it reconnects without end, so a
-NATS server that restarts is ridden out.
+NATS server that restarts is ridden out. The credentials (an nkey seed or a
+``.creds`` file, TLS files) come from the environment (``xce_kit.auth``), so every
+service authenticates the same way without an option of its own.
 """
 
 from __future__ import annotations
@@ -13,6 +15,8 @@ from collections.abc import Awaitable, Callable
 import nats
 from nats.aio.client import Client as NatsClient
 from nats.errors import NoServersError
+
+from xce_kit.auth import nats_credentials
 
 #: Connection attempts at start before giving up.
 START_ATTEMPTS = 3
@@ -39,7 +43,8 @@ async def connect_nats(
     disconnected_cb: Callable[[], Awaitable[None]] | None = None,
     reconnected_cb: Callable[[], Awaitable[None]] | None = None,
 ) -> NatsClient:
-    """A connected NATS client that reconnects without end.
+    """A connected NATS client that reconnects without end, authenticated (and on
+    TLS) as the environment says (``xce_kit.auth.nats_credentials``).
 
     Args:
         url: server URL(s), comma-separated.
@@ -49,11 +54,15 @@ async def connect_nats(
         disconnected_cb, reconnected_cb: called on those events.
 
     Raises:
+        xce_kit.auth.CredentialsError: a credential the environment names cannot be
+            used (one line naming the variable and file).
         nats.errors.NoServersError: no server answered ``START_ATTEMPTS`` tries; its
-            text ends with the last try's error (e.g. ``Connect call failed``).
+            text ends with the last try's error (e.g. ``Connect call failed``,
+            ``nats: 'Authorization Violation'``).
         nats.errors.Error, OSError: the server refused the connection.
     """
 
+    credentials = nats_credentials().connect_options()
     connected = False
     failures: list[Exception] = []
 
@@ -73,6 +82,7 @@ async def connect_nats(
             error_cb=error_cb,
             disconnected_cb=disconnected_cb,
             reconnected_cb=reconnected_cb,
+            **credentials,
         )
     except NoServersError as exc:
         if not failures:

@@ -5,7 +5,7 @@ nats-py's ``PullSubscription.fetch`` waits for every message of a batch with its
 2-core machine, against about 28 µs through one subscription callback (50,000
 messages, ``benchmarks/bench_live``'s "each service alone" rows show the effect).
 The core service reads every event through a consumer, so that cost was a large
-part of its CPU per event. ``controller_bus.InOrderReader`` (the bridge and the
+part of its CPU per event. ``xce_kit.reader.InOrderReader`` (the bridge and the
 emulator) reads through it too.
 
 ``PullConsumer`` speaks the same JetStream pull API nats-py uses

@@ -5,7 +5,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from wsgiref.simple_server import WSGIServer
 
-from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, start_http_server
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
+from xce_kit.metrics import DEFAULT_METRICS_ADDR, serve_registry
+
+from xce_recorder.cursor import NOT_EVENTS, RecordLine
 
 #: Export durations, s: a few lines to a day of a busy cluster.
 EXPORT_BUCKETS_S = (0.01, 0.05, 0.1, 0.5, 1.0, 5.0, 10.0, 30.0, 60.0, 300.0)
@@ -56,11 +59,20 @@ class RecorderMetrics:
             "xce_recorder_event_seq", "XCE_EVENTS sequence of the last event recorded", registry=r
         )
 
-    def serve(self, port: int, addr: str = "0.0.0.0") -> WSGIServer:
-        """Serve ``/metrics`` on ``addr:port`` from a daemon thread.
+    def stored(self, lines: list[RecordLine]) -> None:
+        """Count ``lines``, now in Redis (in stream order)."""
+        self.lines.inc(len(lines))
+        self.snapshots.inc(sum(line.type == "SNAPSHOT" for line in lines))
+        self.events.inc(sum(line.type not in NOT_EVENTS for line in lines))
+        self.decisions.inc(sum(line.type == "DECISION" for line in lines))
+        if lines:
+            self.seq.set(lines[-1].seq)
+
+    def serve(self, port: int, addr: str = DEFAULT_METRICS_ADDR) -> WSGIServer:
+        """Serve ``/metrics`` on ``addr:port`` (``xce_kit.metrics.serve_registry``).
 
         Raises:
-            OSError: the port cannot be bound.
+            OSError: the address or the port cannot be bound (one line naming the
+                option at fault).
         """
-        server, _thread = start_http_server(port, addr, registry=self.registry)
-        return server
+        return serve_registry(self.registry, port, addr)

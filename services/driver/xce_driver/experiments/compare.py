@@ -19,7 +19,7 @@ import shlex
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
-from xce_driver.emulator import JobRecord
+from xce_driver.cluster.jobs import JobRecord
 
 #: Options a configuration may not set: the outputs of a single run, which a
 #: comparison writes for all of them its own way.

@@ -61,7 +61,7 @@ from matplotlib.collections import PolyCollection
 from matplotlib.figure import Figure
 from matplotlib.ticker import PercentFormatter
 
-from xce_driver.emulator import JobRecord
+from xce_driver.cluster.jobs import JobRecord
 from xce_driver.metrics import SLOWDOWN_BOUND_S, breakdown, size_class, time_series, wait_s
 
 #: Resolution of the PNG files, dots per inch.

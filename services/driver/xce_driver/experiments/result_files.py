@@ -17,7 +17,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, fields
 from pathlib import Path
 
-from xce_driver.emulator import JobRecord
+from xce_driver.cluster.jobs import JobRecord
 from xce_driver.experiments.plots import (
     SWEEP_METRICS,
     as_number,

@@ -6,21 +6,26 @@ in-process core: it publishes the configuration and the hosts, submits each job 
 the workload at its submit time (workload seconds divided by ``speed``), and answers
 the decisions forwarded on ``xce.ctl.decisions.<OP>`` as the hosts would:
 
-* ``DISPATCH``: the job runs for its run time (divided by ``speed``: a timer on the
-  event loop), then is reported ``DONE``, or ``EXIT`` when its queue's run limit
-  comes first (time suspended does not count);
+* ``DISPATCH``: the job runs for its run time (divided by ``speed``), then is
+  reported ``DONE``, or ``EXIT`` when its queue's run limit comes first (time
+  suspended does not count);
 * ``PREEMPT``: each victim still running is suspended and reported ``SUSP``; it
   keeps the run time it has left;
 * ``RESUME``: the job runs its remaining time from now (nothing is reported);
 * ``PEND`` as larger than the cluster: the job is rejected (``EXIT``); a job of a
   closed queue is refused at submission and never sent.
 
-The job bookkeeping (``JobRun``, ``JobRecord``, the rejection rules) is the virtual-time
-emulator's. Times in the records are workload seconds: wall time since the start
-times ``speed``, from the first submission; a job's start is the time of the round
-that dispatched it (its decision's ``ts``, the bridge's wall clock, which must be
-this machine's). Decisions older than the emulator's start (of an earlier run) are
-ignored. Run it against a fresh core: jobids the core already knows are refused.
+The hosts and jobs are the cluster model's (``xce_driver.cluster.model``), the one the
+virtual-time emulator runs: submissions and finishes are entries of its agenda.
+Only time moves otherwise: the wall clock, times ``speed``, steps the agenda
+(``xce_driver.cluster.realtime.WallClock``), and a decision happens at the wall
+clock's time when it arrives. Times in the records are workload seconds: wall time
+since the start times ``speed``, from the first submission; a job's start is the
+time of the round that dispatched it (its decision's ``ts``, the bridge's wall
+clock, which must be this machine's), not before its submission nor after the
+decision arrived; it ends its run time later (time suspended aside). Decisions older
+than the emulator's start (of an earlier run) are ignored. Run it against a fresh
+core: jobids the core already knows are refused.
 
 **Refusals.** The emulator also reads ``XCE_DEADLETTER`` (``xce.deadletter.>``),
 from its end at the start, through a durable consumer of this run
@@ -49,7 +54,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import itertools
 import logging
 import re
 import time
@@ -65,15 +69,23 @@ from nats.js.api import AckPolicy, ConsumerConfig, DeliverPolicy
 from nats.js.errors import NotFoundError
 from pydantic import ValidationError
 from xce_kit.connection import connect_nats
-from xce_kit.streams import EVENTS_DUPLICATE_WINDOW_S, ensure_stream, stream_config
+from xce_kit.publisher import publish_until_acked
+from xce_kit.reader import (
+    Delivered,
+    InOrderReader,
+    ack_last,
+    consumer_position,
+    deliveries,
+    stream_epoch,
+)
+from xce_kit.streams import DEFAULT_LIMITS, deadletter_stream_config, ensure_stream
 from xce_kit.tasks import cancel_and_wait
 from xce_schemas import (
     Dispatch,
     HostSpec,
     JobState,
     Pend,
-    Preempt,
-    Resume,
+    QueueSpec,
     SchedulerConfig,
     parse_decision,
 )
@@ -83,7 +95,6 @@ from xce_schemas.bus import (
     CORE_SOURCE,
     DEADLETTER_PREFIX,
     DEADLETTER_STREAM,
-    DEADLETTER_SUBJECTS,
     DECISIONS_STREAM,
     EVENTS_STREAM,
     MSG_ID_HEADER,
@@ -104,26 +115,12 @@ from xce_schemas.events import (
     WorkersPushPayload,
 )
 
-from xce_driver.emulator import (
-    NS,
-    REJECT_LARGER_THAN_CLUSTER,
-    REJECT_QUEUE_CLOSED,
-    JobRun,
-    Workload,
-    job_request,
-    refused_at_submission,
-    rejected_by_controller,
-)
-from xce_driver.live.controller_bus import (
-    Delivered,
-    InOrderReader,
-    ack_last,
-    consumer_position,
-    deliveries,
-    ensure_ctl_streams,
-    publish_until_acked,
-    stream_epoch,
-)
+from xce_driver.cluster.controller import job_request
+from xce_driver.cluster.jobs import NS
+from xce_driver.cluster.model import ClusterModel
+from xce_driver.cluster.realtime import WallClock
+from xce_driver.cluster.timeline import Instant
+from xce_driver.live.controller_bus import ensure_ctl_streams
 from xce_driver.workloads.mapping import SimJob
 
 log = logging.getLogger("xce_driver.live.emulate")
@@ -148,7 +145,7 @@ EARLIER_RUN_HINT = "the core still has the jobs of an earlier run: " + RESET_STE
 
 #: The ``Nats-Msg-Id`` the bridge gives the event (or the dead letter) of a controller
 #: message: ``xce-bridge:ctl:<epoch>:<seq>`` (``ctl_event_msg_id``).
-_CTL_EVENT_ID = re.compile(r"^xce-bridge:ctl:([0-9]+):([0-9]+)$")
+_CTL_EVENT_ID = re.compile(r"xce-bridge:ctl:([0-9]+):([0-9]+)")  # fullmatch: no final "\n"
 #: Where a refusal names a job of a jobs message (``payload.jobs[3]...``, ``jobs[3]...``).
 _JOB_INDEX = re.compile(r"\bjobs\[([0-9]+)\]")
 #: A refusal's parts: ``<TYPE or kind> rejected: <field>: <why>``.
@@ -192,7 +189,7 @@ class _Sent:
     jobids: tuple[int, ...] = ()
 
 
-class LiveEmulator(Workload):
+class LiveEmulator:
     """A workload's controller and hosts over NATS, in real time scaled by ``speed``.
 
     Args:
@@ -202,6 +199,12 @@ class LiveEmulator(Workload):
         nats_url: NATS server URL(s).
         speed: workload seconds per wall second, above 0 and at most ``MAX_SPEED``:
             100 runs a 100 s job in 1 s.
+
+    Attributes:
+        model: the cluster model it plays (its agenda in workload ns from the
+            trace's origin, moved by the wall clock).
+        records: every job's ``JobRecord``; stats: what crossed the bus (the
+            model's).
 
     Raises:
         ValueError: a speed that is not above 0, or above ``MAX_SPEED`` (or NaN).
@@ -218,12 +221,17 @@ class LiveEmulator(Workload):
     ) -> None:
         if not (0 < speed <= MAX_SPEED):
             raise ValueError(f"speed must be above 0 and at most {MAX_SPEED:g}, not {speed}")
-        super().__init__(jobs, hosts, config)
+        self.model = ClusterModel(jobs, config.queues, self)
+        self.records = self.model.records
+        self.stats = self.model.stats
+        self._hosts = tuple(hosts)
+        self._config = config
         self._nats_url = nats_url
         self._speed = speed
         self._first_s = min((job.submit_s for job in jobs), default=0)
-        self._runs: dict[int, JobRun] = {}
-        self._timers: dict[int, asyncio.TimerHandle] = {}
+        # The workload's clock starts at its first submission (nothing is due yet).
+        self.model.agenda.run(until=self._first_s * NS)
+        self._clock = WallClock(self.model.agenda, speed)
         #: (kind, payload, job ids submitted) of each message to send, in order.
         self._outbox: asyncio.Queue[tuple[str, bytes, tuple[int, ...]]] = asyncio.Queue()
         self._all_done = asyncio.Event()
@@ -240,10 +248,6 @@ class LiveEmulator(Workload):
         self._ctl_epoch = ""
 
     # --- time ------------------------------------------------------------------------
-
-    def _now(self) -> int:
-        """Workload time now, ns from the workload's origin."""
-        return self._at(time.time_ns())
 
     def _at(self, wall_ns: int) -> int:
         """Workload time of the wall clock ``wall_ns``, ns from the workload's origin."""
@@ -273,24 +277,24 @@ class LiveEmulator(Workload):
         consumers = ((CTL_DECISIONS_STREAM, durable), (DEADLETTER_STREAM, letters_durable))
         tasks: list[asyncio.Task[None]] = []
         try:
-            await ensure_ctl_streams(js)
-            await ensure_stream(
-                js,
-                stream_config(DEADLETTER_STREAM, DEADLETTER_SUBJECTS, EVENTS_DUPLICATE_WINDOW_S),
-            )
+            # Bounded as the services' defaults make them, should the emulator come first.
+            await ensure_ctl_streams(js, DEFAULT_LIMITS)
+            await ensure_stream(js, deadletter_stream_config(DEFAULT_LIMITS))
             self._ctl_epoch = stream_epoch(await js.stream_info(CTL_STREAM))
             reader = await self._reader(js, CTL_DECISIONS_STREAM, durable)
             letters = await self._reader(js, DEADLETTER_STREAM, letters_durable)
             self._wall0 = time.time_ns()
+            self._clock.restart()
             self._last_decision = time.monotonic()
             receiver = asyncio.create_task(self._decision_loop(reader))
             refusals = asyncio.create_task(self._dead_letter_loop(js, letters))
             sender = asyncio.create_task(self._send_loop(js))
             self._send("config", ConfigPushPayload(config=self._config).model_dump_json())
             self._send("hosts", WorkersPushPayload(hosts=self._hosts).model_dump_json())
-            submitter = asyncio.create_task(self._submit_loop())
+            self.model.schedule_arrivals()
+            self._clock.arm()
             watchdog = asyncio.create_task(self._watch_silence())
-            tasks += (receiver, refusals, sender, submitter, watchdog)
+            tasks += (receiver, refusals, sender, watchdog)
             self._check_done()
             # Ends early when a reader or the sender fails (e.g. the NATS connection
             # closed for good) or jobs are refused: that error is raised below.
@@ -302,9 +306,8 @@ class LiveEmulator(Workload):
             )
             finished = self._all_done.is_set()
             await cancel_and_wait(all_done)
-            await cancel_and_wait(submitter, receiver, refusals, watchdog)
-            for handle in self._timers.values():
-                handle.cancel()
+            await cancel_and_wait(receiver, refusals, watchdog)
+            self._clock.stop()  # no more submissions nor finishes
             # Everything reported is sent (bounded when the run gave up: NATS may be gone).
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self._outbox.join(), None if finished else SEND_GRACE_S)
@@ -315,6 +318,7 @@ class LiveEmulator(Workload):
             return finished
         finally:
             # Interrupted (Ctrl-C cancels this run): no task may read on.
+            self._clock.stop()
             await cancel_and_wait(*tasks)
             for stream_name, name in consumers:
                 with contextlib.suppress(NatsError, TimeoutError):
@@ -454,30 +458,10 @@ class LiveEmulator(Workload):
     def _sent_as(self, msg_id: str | None) -> _Sent | None:
         """The message of this run a bridge id (``xce-bridge:ctl:<epoch>:<seq>``)
         names, or None (another controller's, or not a controller message's)."""
-        match = _CTL_EVENT_ID.match(msg_id or "")
+        match = _CTL_EVENT_ID.fullmatch(msg_id or "")
         if match is None or match.group(1) != self._ctl_epoch:
             return None
         return self._sent.get(int(match.group(2)))
-
-    async def _submit_loop(self) -> None:
-        """Submit the jobs at their submit times, one message per instant."""
-        loop = asyncio.get_running_loop()
-        start = loop.time()
-        jobs = sorted(self._jobs.values(), key=lambda job: job.submit_s)
-        for submit_s, group in itertools.groupby(jobs, key=lambda job: job.submit_s):
-            delay = start + (submit_s - self._first_s) / self._speed - loop.time()
-            if delay > 0:
-                await asyncio.sleep(delay)
-            requests = []
-            for job in group:
-                queue = self._queues.get(job.queue)
-                if refused_at_submission(queue):
-                    self._reject(job.jobid, REJECT_QUEUE_CLOSED)
-                    continue
-                requests.append(job_request(job, queue))
-            if requests:
-                jobids = tuple(request.jobid for request in requests)
-                self._send("jobs", JobsSubmit(jobs=tuple(requests)).model_dump_json(), jobids)
 
     # --- decisions -----------------------------------------------------------------------
 
@@ -498,80 +482,53 @@ class LiveEmulator(Workload):
         counts = self.stats.decisions
         counts[decision.op] = counts.get(decision.op, 0) + 1
         self.stats.rounds += decision.op == "NEW_SESSION"
+        self._clock.advance()  # the decision happens now, after all that is due by now
         if isinstance(decision, Dispatch):
             self._dispatch(decision)
-        elif isinstance(decision, Pend):
-            record = self.records.get(decision.jobid)
-            if record is not None and not record.rejected and rejected_by_controller(decision):
-                self._report(decision.jobid, JobState.EXIT)
-                self._reject(decision.jobid, REJECT_LARGER_THAN_CLUSTER)
-        elif isinstance(decision, Preempt):
-            for victim in decision.victim_jobids:
-                self._suspend(victim)
-        elif isinstance(decision, Resume):
-            self._resume(decision.jobid)
+        elif not isinstance(decision, Pend) or self._ours(decision.jobid):
+            # A PREEMPT or RESUME of a job not running here changes nothing.
+            self.model.apply(decision)
+        self._clock.arm()  # what the decision scheduled may be due first
+        self._check_done()
 
-    def _report(self, jobid: int, state: JobState) -> None:
-        self._send("job_state", JobStateChangePayload(jobid=jobid, state=state).model_dump_json())
-
-    def _run(self, jobid: int, run: JobRun, now: int) -> None:
-        """Let the job run from ``now`` (workload ns): a timer for its finish."""
-        span_ns = run.run_from(now)
-        assert span_ns is not None  # a workload's job always has its run time
-        loop = asyncio.get_running_loop()
-        self._timers[jobid] = loop.call_later(span_ns / NS / self._speed, self._finish, jobid)
+    def _ours(self, jobid: int) -> bool:
+        """Whether the job is one of this run's, not turned away (a decision may come
+        for another run's job, or come again after the job was turned away)."""
+        record = self.records.get(jobid)
+        return record is not None and not record.rejected
 
     def _dispatch(self, decision: Dispatch) -> None:
+        """Start a job of this run that waits here; its start is the round's time."""
         jobid = decision.jobid
         record = self.records.get(jobid)
         if record is None or record.start_s is not None or record.rejected:
             log.warning("DISPATCH of job %d, which is not waiting here: ignored", jobid)
             return
-        job = self._jobs[jobid]
-        record.start_s = max(job.submit_s, self._at(decision.ts) // NS)
-        record.hosts = tuple(host.host for host in decision.alloc.hosts)
-        now = self._now()
-        run = self._runs[jobid] = JobRun.start(job, self._queues.get(job.queue), now)
-        self._run(jobid, run, now)
+        submitted_ns = self.model.jobs[jobid].submit_s * NS
+        start_ns = min(self.model.agenda.now, max(submitted_ns, self._at(decision.ts)))
+        self.model.dispatch(decision, start_ns)
 
-    def _finish(self, jobid: int) -> None:
-        run = self._runs.pop(jobid, None)
-        self._timers.pop(jobid, None)
-        if run is None:
-            return
-        killed = run.killed_at_finish
-        self._report(jobid, JobState.EXIT if killed else JobState.DONE)
-        record = self.records[jobid]
-        record.end_s = max(record.start_s or 0, self._now() // NS)
-        record.killed_by_runlimit = killed
-        self.stats.done += 1
-        self._check_done()
+    # --- the cluster model's controller ---------------------------------------------------
 
-    def _suspend(self, jobid: int) -> None:
-        run = self._runs.get(jobid)
-        if run is None or run.suspended:
-            return  # finished meanwhile, or not ours: a host has nothing to stop
-        handle = self._timers.pop(jobid, None)
-        if handle is not None:
-            handle.cancel()
-        run.suspend(self._now())
-        self._report(jobid, JobState.SUSP)
-        self.records[jobid].suspend(self._now() // NS)
-        self.stats.suspensions += 1
+    def job_state(self, now: int, jobid: int, state: JobState) -> None:
+        """Send the state change the model reports (``Controller``)."""
+        self._send("job_state", JobStateChangePayload(jobid=jobid, state=state).model_dump_json())
 
-    def _resume(self, jobid: int) -> None:
-        run = self._runs.get(jobid)
-        if run is None or not run.suspended:
-            return
-        now = self._now()
-        self.records[jobid].resume(now // NS)
-        self._run(jobid, run, now)
-        self.stats.resumes += 1
+    def submit_jobs(self, now: int, jobs: Sequence[tuple[SimJob, QueueSpec | None]]) -> None:
+        """Send the jobs the model submits now, in one message (``Controller``)."""
+        requests = tuple(job_request(job, queue) for job, queue in jobs)
+        jobids = tuple(request.jobid for request in requests)
+        self._send("jobs", JobsSubmit(jobs=requests).model_dump_json(), jobids)
 
-    def _reject(self, jobid: int, reason: str) -> None:
-        super()._reject(jobid, reason)
+    def settle(self, instant: Instant) -> None:
+        """Act on one instant (``Controller``): its finishes, then its submission."""
+        for jobid in instant.finished:
+            self.model.finish(jobid)
+        if instant.submitted:
+            self.model.submit(instant.submitted)
         self._check_done()
 
     def _check_done(self) -> None:
+        """Tell ``run`` when every job finished or was rejected."""
         if self.stats.done >= len(self.records):
             self._all_done.set()

@@ -27,19 +27,18 @@ from collections.abc import Awaitable, Callable, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 
-from nats.js import JetStreamContext
-from nats.js.api import StreamConfig
 from xce_core.core import SchedCore
 from xce_core.snapshot import save_snapshot
-from xce_kit.streams import ensure_stream, stream_config
+
+# XCE_RECORD is declared in the kit: the recorder, which may not import this
+# package, creates it too.
+from xce_kit.streams import ensure_record_stream as ensure_record_stream
+from xce_kit.streams import record_stream_config as record_stream_config
 from xce_schemas import CoreEvent, Decision
 from xce_schemas.bus import (
-    RECORD_DUPLICATE_WINDOW_S,
     RECORD_END,
     RECORD_LAST_HEADER,
     RECORD_SEQ_HEADER,
-    RECORD_STREAM,
-    RECORD_SUBJECTS,
     RECORD_TYPE_HEADER,
     CoreRecording,
     RecordingRun,
@@ -55,24 +54,6 @@ log = logging.getLogger("xce_driver.live.record_stream")
 #: in order (the core service queues it and stores the queue, chained, before it
 #: acknowledges events or writes a checkpoint).
 Publisher = Callable[[str, bytes, str, dict[str, str]], Awaitable[None]]
-
-
-def record_stream_config(window_s: float = RECORD_DUPLICATE_WINDOW_S) -> StreamConfig:
-    """``XCE_RECORD``: file storage, limits retention, nothing expires.
-
-    Args:
-        window_s: duplicate window, s (> 0).
-    """
-    return stream_config(RECORD_STREAM, RECORD_SUBJECTS, window_s)
-
-
-async def ensure_record_stream(js: JetStreamContext) -> None:
-    """Create ``XCE_RECORD`` unless it exists (an existing one is left as it is).
-
-    Raises:
-        nats.errors.Error: the server refuses or does not answer.
-    """
-    await ensure_stream(js, record_stream_config())
 
 
 def start_wall(ts_ns: int) -> str:
