@@ -42,6 +42,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import logging
 import os
 import shutil
 import statistics
@@ -89,6 +90,13 @@ except ImportError:  # run outside the repository checkout
 SEARCH_PATH = os.pathsep.join([os.environ.get("PATH", ""), "/usr/local/sbin", "/usr/sbin"])
 HOSTS = 1000
 SLOTS = 64
+
+
+async def quiet(exc: Exception) -> None:
+    """A NATS error callback for the benchmark's own clients: nats-py's default prints
+    a traceback for each (a TLS connection closing says ``APPLICATION_DATA_AFTER_
+    CLOSE_NOTIFY``); these are only logged, at DEBUG."""
+    logging.getLogger("bench_live").debug("nats: %s", exc)
 
 
 def percentile(values: list[float], q: float) -> float:
@@ -265,8 +273,8 @@ async def live(
     nats_url: str, args: argparse.Namespace, meter: CpuMeter, counters: EventCounters
 ) -> tuple[Controller, list[Step]]:
     # The controller as controller; the streams read as the environment says (ops).
-    nc = await nats.connect(nats_url, **args.controller_options)
-    monitor = await nats.connect(nats_url, **nats_credentials().connect_options())
+    nc = await nats.connect(nats_url, error_cb=quiet, **args.controller_options)
+    monitor = await nats.connect(nats_url, error_cb=quiet, **nats_credentials().connect_options())
     js = monitor.jetstream()
     ctl = Controller(nc)
     await nc.subscribe("xce.ctl.decisions.*", cb=ctl.on_decision, pending_msgs_limit=10**7)
@@ -322,7 +330,7 @@ async def live(
 async def raw_baseline(nats_url: str, rate: float, seconds: float) -> tuple[list[float], float]:
     """Publish → pull-consume round trips of a plain stream: latencies (ms) at
     ``rate``, and the pipelined throughput (messages/s)."""
-    nc = await nats.connect(nats_url, **nats_credentials().connect_options())
+    nc = await nats.connect(nats_url, error_cb=quiet, **nats_credentials().connect_options())
     js = nc.jetstream()
     await js.add_stream(StreamConfig(name="BENCH_RAW", subjects=["bench.raw.>"]))
     await js.add_consumer(
@@ -484,7 +492,7 @@ def backlog_rate(
     reset_bus(nats_url, redis_url)
 
     async def go() -> float:
-        nc = await nats.connect(nats_url, **nats_credentials().connect_options())
+        nc = await nats.connect(nats_url, error_cb=quiet, **nats_credentials().connect_options())
         js = nc.jetstream()
         await ensure_streams(js)
         await ensure_ctl_streams(js)
@@ -571,6 +579,9 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--tls", action="store_true", help="--auth, and TLS on NATS")
     args = parser.parse_args(argv)
+    # asyncio warns at each TLS connection's end that nats-py's protocol "returns true
+    # from eof_received()": harmless, and one line per connection.
+    logging.getLogger("asyncio").setLevel(logging.ERROR)
     console = Console(width=120)
     with (
         tempfile.TemporaryDirectory(prefix="bench_live") as tmp,

@@ -185,6 +185,11 @@ class CoreStatus(WireModel):
             batch message holds several events).
         updated: wall time the core finished the last round (wrote these figures),
             s since the epoch (0: no round yet).
+        term: the leader's lease term (``xce_kit.lease``: numbers only grow; a
+            new one means another core service took over; None: a lone core, or a
+            service of an earlier version).
+        holder: the leading core service's id, ``host:pid`` (None: as ``term``).
+            Standbys never write this hash.
     """
 
     seq: int = Field(default=0, ge=0)
@@ -197,6 +202,8 @@ class CoreStatus(WireModel):
     lag_seconds: float = Field(default=0.0, ge=0)
     events_waiting: int = Field(default=0, ge=0)
     updated: float = 0.0
+    term: int | None = Field(default=None, ge=1)
+    holder: str | None = None
 
 
 def to_hash(model: RecorderStatus | CoreStatus) -> dict[str, str]:

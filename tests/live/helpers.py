@@ -25,6 +25,7 @@ from xce_core.errors import CoreError
 from xce_driver.live.event_codec import encode_batch
 from xce_driver.live.publish import publish_events
 from xce_kit.auth import nats_credentials
+from xce_kit.bus_policy import CORE_LEASE_STREAM
 from xce_kit.redis_client import redis_from_url
 from xce_kit.streams import ensure_streams
 from xce_schemas import (
@@ -64,6 +65,10 @@ NS = 1_000_000_000
 T = TypeVar("T")
 #: How long a test waits for the service to catch up, s (a loaded CI machine).
 WAIT_S = 30.0
+#: The lease time of the core services the tests start (``--lease-ttl``), s: one
+#: started after another was killed takes over within about this long; a leader
+#: whose event loop stalls for most of it loses the lead (exit status 3).
+LEASE_TTL_S = 2.0
 
 
 def scenario(rounds: int = 12, seed: int = 7) -> list[CoreEvent]:
@@ -153,11 +158,11 @@ async def connected(nats_url: str) -> AsyncIterator[JetStreamContext]:
 
 def reset_bus(nats_url: str, redis_url: str) -> None:
     """Delete the XCE streams (and their consumers), the controller's included, and
-    empty the Redis database."""
+    the core services' lease bucket, and empty the Redis database."""
 
     async def reset() -> None:
         async with connected(nats_url) as js:
-            streams = (EVENTS_STREAM, DECISIONS_STREAM, DEADLETTER_STREAM)
+            streams = (EVENTS_STREAM, DECISIONS_STREAM, DEADLETTER_STREAM, CORE_LEASE_STREAM)
             for stream in (*streams, CTL_STREAM, CTL_DECISIONS_STREAM):
                 with contextlib.suppress(NotFoundError):
                     await js.delete_stream(stream)
@@ -284,7 +289,8 @@ class ServiceProcess:
     Args:
         nats_url, redis_url: the servers.
         log: the log file (appended to).
-        extra: more command-line arguments.
+        extra: more command-line arguments; with the default program,
+            ``--lease-ttl LEASE_TTL_S`` unless they give one.
         program: the command; default ``python -m xce_driver.live.core_service``.
     """
 
@@ -297,16 +303,12 @@ class ServiceProcess:
         program: Sequence[str] | None = None,
     ) -> None:
         self.log = log
+        lease: tuple[str, ...] = ()
         if program is None:
             program = [sys.executable, "-m", "xce_driver.live.core_service"]
-        argv = [
-            *program,
-            "--nats",
-            nats_url,
-            "--redis",
-            redis_url,
-            *extra,
-        ]
+            if "--lease-ttl" not in extra:
+                lease = ("--lease-ttl", str(LEASE_TTL_S))
+        argv = [*program, "--nats", nats_url, "--redis", redis_url, *lease, *extra]
         with open(log, "ab") as handle:
             self.proc = subprocess.Popen(
                 argv, stdout=handle, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL

@@ -1,18 +1,24 @@
 """The core service's leadership seam against real servers: a standby consumes,
 publishes and checkpoints nothing until it leads, then makes exactly the
-uninterrupted decision stream; a service that loses the lead stops at once,
-publishing nothing more and writing no checkpoint, and releases the lead after a
-clean stop."""
+uninterrupted decision stream; a service that loses the lead stops at once (also
+while it waits for events), publishing nothing more and writing no checkpoint, and
+releases the lead after a clean stop; a fenced publisher sends nothing once its
+fence says no. ``test_core_failover.py`` runs the real lease."""
 
 from __future__ import annotations
 
 import asyncio
+import time
 
+import nats
 import pytest
 from nats.js import JetStreamContext
 from nats.js.errors import NotFoundError
-from xce_driver.live.core_service import CoreService, CoreServiceOptions
+from xce_driver.live.core_service import CoreService, CoreServiceOptions, LeadershipLost
+from xce_kit.auth import nats_credentials
+from xce_kit.publisher import ChainedPublisher, Outgoing, publish_until_acked
 from xce_kit.redis_client import redis_from_url
+from xce_kit.streams import ensure_streams
 from xce_schemas.bus import CORE_CHECKPOINT_KEY, DECISIONS_STREAM, EVENTS_STREAM
 
 from tests.live.helpers import (
@@ -31,10 +37,14 @@ pytestmark = [pytest.mark.nats, pytest.mark.redis]
 class Baton:
     """A leadership the test hands over and takes back (``Leadership``)."""
 
+    term = 1
+    holder_id = "baton"
+
     def __init__(self) -> None:
         self.granted = asyncio.Event()
         self.held = True
         self.released = False
+        self.lost = asyncio.Event()
 
     @property
     def leading(self) -> bool:
@@ -130,7 +140,8 @@ def test_a_service_that_loses_the_lead_stops_at_once_and_writes_nothing_more(
             before = len(await read_stream(js, DECISIONS_STREAM))
             baton.held = False
             await publish(js, events[half:])
-            await asyncio.wait_for(task, 10)  # returns by itself: no stop asked
+            with pytest.raises(LeadershipLost, match=r"lost the lead \(term 1 of baton\)"):
+                await asyncio.wait_for(task, 10)  # ends by itself: no stop asked
             after = len(await read_stream(js, DECISIONS_STREAM))
             return before, after, service.seq
 
@@ -141,3 +152,72 @@ def test_a_service_that_loses_the_lead_stops_at_once_and_writes_nothing_more(
     # must not (its successor may have written one already).
     assert run(checkpoint_of(redis_url)) is None
     assert not baton.released
+
+
+def test_a_lost_lead_stops_the_service_at_once_even_while_it_waits_for_events(
+    bus: tuple[str, str],
+) -> None:
+    """Only the race against ``lost`` can stop it here: its fetch waits 30 s."""
+    nats_url, redis_url = bus
+    events = scenario()
+    baton = Baton()
+    baton.granted.set()
+    options = CoreServiceOptions(nats_url=nats_url, redis_url=redis_url, fetch_timeout_s=30)
+    service = CoreService(options, leadership=lambda _js: baton)
+
+    async def go() -> tuple[int, float]:
+        async with connected(nats_url) as js:
+            seqs = await publish(js, events)
+            task = asyncio.create_task(service.run())
+
+            async def handled() -> bool:
+                return service.seq >= seqs[-1]
+
+            await wait_until(handled, "every event handled")
+            await asyncio.sleep(0.5)  # into its next fetch
+            baton.held = False
+            baton.lost.set()
+            began = time.monotonic()
+            with pytest.raises(LeadershipLost):
+                await asyncio.wait_for(task, 5)
+            return len(await read_stream(js, DECISIONS_STREAM)), time.monotonic() - began
+
+    stored, took = run(go())
+    assert stored == len(reference_decisions(events))
+    assert took < 5  # not the fetch's 30 s
+    assert not baton.released
+
+
+def test_a_fenced_publisher_sends_nothing_once_the_fence_says_no(bus: tuple[str, str]) -> None:
+    """The fence is asked before each window of a ``ChainedPublisher`` and each try
+    of ``publish_until_acked``; once it raises, nothing more reaches the stream."""
+    nats_url, _ = bus
+    allowed = [2]  # windows (tries) the fence lets through
+
+    def fence() -> None:
+        if not allowed[0]:
+            raise LeadershipLost("fenced")
+        allowed[0] -= 1
+
+    async def go() -> list[str | None]:
+        nc = await nats.connect(nats_url, **nats_credentials().connect_options())
+        try:
+            js = nc.jetstream()
+            await ensure_streams(js)
+            items = [Outgoing(f"xce.decisions.T{i}", b"{}", f"m{i}") for i in range(7)]
+            publisher = ChainedPublisher(
+                nc, DECISIONS_STREAM, ack_timeout_s=5, window=3, fence=fence
+            )
+            confirmed: list[Outgoing] = []
+            with pytest.raises(LeadershipLost):
+                await publisher.publish(items, confirmed.append)
+            assert [item.msg_id for item in confirmed] == ["m0", "m1", "m2", "m3", "m4", "m5"]
+            with pytest.raises(LeadershipLost):
+                await publish_until_acked(
+                    js, "xce.decisions.X", b"{}", stream=DECISIONS_STREAM, msg_id="x", fence=fence
+                )
+            return [s.msg_id for s in await read_stream(js, DECISIONS_STREAM)]
+        finally:
+            await nc.close()
+
+    assert run(go()) == ["m0", "m1", "m2", "m3", "m4", "m5"]

@@ -46,6 +46,7 @@ from xce_schemas.bus import (
 )
 
 from tests.live.helpers import (
+    LEASE_TTL_S,
     ServiceProcess,
     Stored,
     acked_seq,
@@ -355,7 +356,8 @@ async def until_checkpointed(redis_url: str, proc: ServiceProcess, seq: int, wha
 
 
 def service_argv(*extra: str) -> list[str]:
-    return ["--snapshot-every", "4", "--snapshot-seconds", "60", *extra]
+    lease = ("--lease-ttl", str(LEASE_TTL_S))  # the console script's run too
+    return ["--snapshot-every", "4", "--snapshot-seconds", "60", *lease, *extra]
 
 
 #: Where each run of the crash test kills itself (SIGKILL): in the middle of an
@@ -451,7 +453,9 @@ def test_the_service_rides_out_a_nats_server_restart(
     expected = reference_decisions(events)
     half = len(events) // 2
     log = workdir / "service.log"
-    argv = ["--snapshot-every", "1000", "--snapshot-seconds", "0.1"]
+    # A lease that outlasts the restart: a leader cut off from NATS for most of its
+    # lease time stops (exit status 3) rather than risk two leaders.
+    argv = ["--snapshot-every", "1000", "--snapshot-seconds", "0.1", "--lease-ttl", "10"]
 
     async def first_half() -> ServiceProcess:
         async with connected(nats_url) as js:
@@ -656,7 +660,7 @@ def start_core(nats_url: str, redis_url: str, timeout_s: float = 60) -> tuple[in
         subprocess.TimeoutExpired: it did not exit within ``timeout_s`` (it runs on).
     """
     argv = [sys.executable, "-m", "xce_driver.live.core_service", *NO_CHECKPOINT]
-    argv += ["--nats", nats_url, "--redis", redis_url]
+    argv += ["--nats", nats_url, "--redis", redis_url, "--lease-ttl", str(LEASE_TTL_S)]
     done = subprocess.run(argv, capture_output=True, text=True, timeout=timeout_s)
     assert "Traceback" not in done.stderr, done.stderr
     lines = done.stderr.strip().splitlines()

@@ -10,16 +10,23 @@ the server will not create is one line naming it.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import logging
 from collections.abc import AsyncIterator
+from pathlib import Path
 
 import nats
 import pytest
 from nats.js import JetStreamContext
 from nats.js.api import AckPolicy, ConsumerConfig, DeliverPolicy
 from nats.js.errors import NotFoundError
+from xce_driver.live.bridge.consumer import ctl_consumer, decisions_consumer
+from xce_driver.live.bridge.options import BridgeOptions
 from xce_driver.live.controller_bus import ensure_ctl_streams
+from xce_driver.live.core_service import CoreServiceOptions
+from xce_driver.live.core_service.consumer import EventConsumer
+from xce_driver.live.emulate import LiveEmulator
 from xce_kit.reader import InOrderReader, ack_last, deliveries
 from xce_kit.retention import RetentionError, check_consumer, check_position, first_seq
 from xce_kit.streams import (
@@ -31,6 +38,24 @@ from xce_kit.streams import (
     ensure_streams,
     stream_config,
 )
+from xce_recorder.config import RecorderOptions
+from xce_recorder.cursor import RecordCursor
+from xce_recorder.service import RecorderService
+from xce_recorder.session import Session
+from xce_schemas import HostSpec, QueueSpec, SchedulerConfig
+from xce_schemas.admin import RecorderStatus, recording_key
+from xce_schemas.bus import (
+    DECISIONS_STREAM,
+    EVENTS_STREAM,
+    MSG_ID_HEADER,
+    RECORD_LAST_HEADER,
+    RECORD_SEQ_HEADER,
+    RECORD_STREAM,
+    RECORD_TYPE_HEADER,
+    record_msg_id,
+    record_subject,
+)
+from xce_schemas.controller import CTL_DECISIONS_STREAM, CTL_STREAM
 
 from tests.live.helpers import run, wait_until
 
@@ -262,3 +287,206 @@ def test_a_stream_the_server_refuses_is_one_line_naming_it(
         assert str(refused.value) == f"stream {STREAM} ({limits}) cannot be created: {reason}"
 
     run(scenario())
+
+
+# --- the readers that must check, each stopping where the limits dropped its input ----
+
+#: A cap a few dozen 100-byte messages overflow.
+TINY = StreamLimits(max_bytes=2000)
+
+
+async def publish_to(js: JetStreamContext, subject: str, stream: str, count: int) -> int:
+    """Publish ``count`` 100-byte messages on ``subject``; the last one's sequence."""
+    seq = 0
+    for _ in range(count):
+        seq = (await js.publish(subject, b"x" * 100, stream=stream)).seq
+    return seq
+
+
+def test_the_core_stops_at_an_event_dropped_before_it_read_it_and_skips_a_deleted_one(
+    bus: tuple[str, str],
+) -> None:
+    """``EventConsumer.read`` (an event whose delivery came late, read from the
+    stream): one deleted on purpose is skipped; one the limits dropped stops the
+    service (its ``run`` raises, ``run_service`` exits 2 with the line)."""
+    nats_url, redis_url = bus
+
+    async def scenario() -> tuple[int, RetentionError]:
+        nc = await nats.connect(nats_url)
+        try:
+            js = nc.jetstream()
+            await ensure_streams(js, limits=TINY)
+            await publish_to(js, "xce.events.TEST", EVENTS_STREAM, 40)
+            first = await first_seq(js, EVENTS_STREAM)
+            await js.delete_msg(EVENTS_STREAM, first + 1)
+            options = CoreServiceOptions(nats_url=nats_url, redis_url=redis_url)
+            consumer = EventConsumer(nc, options, asyncio.sleep)
+            assert await consumer.read(first + 1) is None  # deleted: skipped
+            stored = await consumer.read(first)
+            assert stored is not None and stored.seq == first
+            with pytest.raises(RetentionError) as lost:
+                await consumer.read(first - 1)
+            return first, lost.value
+        finally:
+            await nc.close()
+
+    first, lost = run(scenario())
+    assert str(lost).startswith(
+        f"XCE_EVENTS: messages {first - 1}..{first - 1} were dropped before consumer "
+        f"xce-core read them (consumer xce-core is at seq {first - 2}, XCE_EVENTS now "
+        f"starts at seq {first}; its limits: max bytes 2000, 1 replica)"
+    )
+
+
+def test_the_bridge_will_not_start_past_messages_its_streams_dropped(bus: tuple[str, str]) -> None:
+    """The bridge's consumers at start: ``XCE_DECISIONS`` past the decisions it
+    forwarded, ``XCE_CONTROLLER`` past the controller position it goes on from."""
+    nats_url, _ = bus
+    options = BridgeOptions(nats_url=nats_url)
+
+    async def scenario() -> None:
+        nc = await nats.connect(nats_url)
+        try:
+            js = nc.jetstream()
+            await ensure_streams(js, limits=TINY)
+            await ensure_ctl_streams(js, TINY)
+            # XCE_DECISIONS: a new consumer starts from the first decision there.
+            await publish_to(js, "xce.decisions.TEST", DECISIONS_STREAM, 5)
+            assert await decisions_consumer(js, "xce-bridge") == 0
+            sub = await js.pull_subscribe_bind("xce-bridge", stream=DECISIONS_STREAM)
+            await (await sub.fetch(2))[-1].ack_sync()
+            assert await decisions_consumer(js, "xce-bridge") == 2
+            await publish_to(js, "xce.decisions.TEST", DECISIONS_STREAM, 40)
+            with pytest.raises(RetentionError, match=r"messages 3\.\.\d+ were dropped before "):
+                await decisions_consumer(js, "xce-bridge")
+            # XCE_CONTROLLER: XCE_EVENTS says messages up to 2 are events already.
+            last = await publish_to(js, "xce.ctl.test", CTL_STREAM, 40)
+            stream = await js.stream_info(CTL_STREAM)
+            with pytest.raises(RetentionError, match="consumer xce-bridge-ctl is at seq 2"):
+                await ctl_consumer(js, options, stream, 2)
+            first = await first_seq(js, CTL_STREAM)
+            assert await ctl_consumer(js, options, stream, first - 1) == first - 1
+            assert await ctl_consumer(js, options, stream, last) == last  # made: kept
+        finally:
+            await nc.close()
+
+    run(scenario())
+
+
+def test_the_emulator_will_not_read_on_behind_what_its_stream_dropped(
+    bus: tuple[str, str],
+) -> None:
+    """The live emulator's consumers (here of ``XCE_CTL_DECISIONS``) start at the
+    stream's end; one made again (a NATS restart keeps it) must not be behind."""
+    nats_url, _ = bus
+    config = SchedulerConfig(queues=(QueueSpec(name="normal", priority=30),))
+    emulator = LiveEmulator([], [HostSpec(name="h1", slots=1)], config, nats_url=nats_url, speed=1)
+
+    async def scenario() -> None:
+        subject, durable = "xce.ctl.decisions.TEST", "emulator-test"
+        first_nc = await nats.connect(nats_url)
+        emulator._nc = first_nc  # what its run() connects first
+        js = first_nc.jetstream()
+        await ensure_ctl_streams(js, TINY)
+        await publish_to(js, subject, CTL_DECISIONS_STREAM, 3)  # an earlier run's
+        reader = await emulator._reader(js, CTL_DECISIONS_STREAM, durable)
+        assert reader.position == 3
+        await publish_to(js, subject, CTL_DECISIONS_STREAM, 5)
+        fresh, stale = await reader.next()
+        assert [item.seq for item in fresh] == [4, 5, 6, 7, 8]
+        await ack_last(deliveries(fresh, stale))
+        await first_nc.close()  # cut off: its pull request goes with the connection
+        nc = await nats.connect(nats_url)
+        emulator._nc = nc
+        try:
+            js = nc.jetstream()
+            await publish_to(js, subject, CTL_DECISIONS_STREAM, 40)
+            with pytest.raises(RetentionError, match=f"before consumer {durable} read them"):
+                await emulator._reader(js, CTL_DECISIONS_STREAM, durable)
+        finally:
+            await nc.close()
+
+    run(scenario())
+
+
+async def publish_lines(js: JetStreamContext, rid: str, numbers: range) -> None:
+    """Publish lines ``numbers`` of recording ``rid`` as the core does (100 bytes
+    each, one line per event)."""
+    for number in numbers:
+        headers = {
+            MSG_ID_HEADER: record_msg_id(rid, number),
+            RECORD_SEQ_HEADER: str(number + 1),
+            RECORD_TYPE_HEADER: "BEGIN_ROUND",
+            RECORD_LAST_HEADER: "1",
+        }
+        await js.publish(record_subject(rid), b"x" * 100, stream=RECORD_STREAM, headers=headers)
+
+
+async def fresh_record_stream(js: JetStreamContext) -> None:
+    with contextlib.suppress(NotFoundError):
+        await js.delete_stream(RECORD_STREAM)
+    await ensure_record_stream(js, TINY)
+
+
+def test_a_recording_whose_lines_were_dropped_stops_with_the_reason(
+    bus: tuple[str, str], tmp_path: Path
+) -> None:
+    """The recorder's cursor finds lines missing; the stream's limits dropped them
+    before it read them: no gap accepted, the recording stops and is exported with
+    the reason as its last error."""
+    nats_url, redis_url = bus
+    rid = "rec_jsonl-0123456789ab"
+
+    async def cursor_alone() -> None:
+        nc = await nats.connect(nats_url)
+        try:
+            js = nc.jetstream()
+            await fresh_record_stream(js)
+            await publish_lines(js, rid, range(5))
+            cursor = RecordCursor(js, rid, 1)
+            assert [line.number for line in await cursor.fetch(2, 2.0)] == [0, 1]
+            await publish_lines(js, rid, range(5, 45))
+            with pytest.raises(RetentionError, match=f"before recording {rid} read them"):
+                for _ in range(3):  # the first finds the jump and reads again
+                    await cursor.fetch(10, 2.0)
+            await cursor.close()
+        finally:
+            await nc.close()
+
+    run(cursor_alone())
+
+    async def in_the_recorder() -> RecorderStatus:
+        options = RecorderOptions(
+            nats_url=nats_url, redis_url=redis_url, recordings_dir=tmp_path, poll_s=0.05
+        )
+        recorder = RecorderService(options)
+        task = asyncio.create_task(recorder.run())
+        try:
+
+            async def running() -> bool:
+                return recorder._js is not None and recorder._store is not None
+
+            await wait_until(running, "the recorder to connect")
+            assert recorder._js is not None
+            await fresh_record_stream(recorder._js)
+            await publish_lines(recorder._js, rid, range(45))  # lines 0.. dropped
+            # A recording on, as start_session leaves it (the core is not needed here).
+            cursor = RecordCursor(recorder._js, rid, 1)
+            name = "rec.jsonl"
+            session = Session(name, recording_key(name), rid, 1, "", cursor, seq=1)
+            recorder._session = session
+            recorder._wake.set()
+
+            async def stopped() -> bool:
+                return recorder._session is None and recorder.status.state == "idle"
+
+            await wait_until(stopped, "the recording to stop")
+            return recorder.status
+        finally:
+            recorder.stop()
+            await task
+
+    status = run(in_the_recorder())
+    assert status.last_error is not None
+    assert status.last_error.startswith("recording rec.jsonl stopped: XCE_RECORD: messages 1..")
+    assert f"were dropped before recording {rid} read them" in status.last_error

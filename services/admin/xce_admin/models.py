@@ -194,6 +194,14 @@ class CoreOut(BaseModel):
         description="Seconds since the core service last showed it runs; it does about "
         "every second (null: never)."
     )
+    term: int | None = Field(
+        default=None,
+        description="The leading core service's lease term; a new one means another "
+        "took over (null: a lone core).",
+    )
+    holder: str | None = Field(
+        default=None, description="The leading core service, host:pid (null: a lone core)."
+    )
 
     @classmethod
     def of(cls, status: CoreStatus, now: float) -> CoreOut:

@@ -168,8 +168,7 @@ class ClusterEmulator:
 
     def on_decision(self, decision: Decision) -> None:
         """Take one decision from the core (called during its session)."""
-        counts = self.stats.decisions
-        counts[decision.op] = counts.get(decision.op, 0) + 1
+        self.stats.decided(decision.op)
         if decision.op != "NEW_SESSION":
             self._decided.append(decision)
 

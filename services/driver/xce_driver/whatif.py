@@ -271,8 +271,7 @@ class _BaseRun:
         counting = self._scope is not None
         if decision is not None:
             if counting:
-                counts = self.stats.decisions
-                counts[decision.op] = counts.get(decision.op, 0) + 1
+                self.stats.decided(decision.op)
             self._decision(decision.ts, decision)
             return
         if event is None:

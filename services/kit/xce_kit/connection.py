@@ -35,6 +35,16 @@ class _NoServers(NoServersError):
         return self._text
 
 
+def _telling(failures: list[Exception]) -> Exception:
+    """The failed try that says most: the server's refusal of the credentials over a
+    connection reset that may follow it (the server closes the connection after
+    ``-ERR 'Authorization Violation'``, and the reset sometimes arrives last)."""
+    for exc in reversed(failures):
+        if "authorization violation" in str(exc).lower():
+            return exc
+    return failures[-1]
+
+
 async def connect_nats(
     url: str,
     name: str,
@@ -57,8 +67,9 @@ async def connect_nats(
         xce_kit.auth.CredentialsError: a credential the environment names cannot be
             used (one line naming the variable and file).
         nats.errors.NoServersError: no server answered ``START_ATTEMPTS`` tries; its
-            text ends with the last try's error (e.g. ``Connect call failed``,
-            ``nats: 'Authorization Violation'``).
+            text ends with the last try's error (e.g. ``Connect call failed``), or the
+            server's refusal of the credentials when there was one
+            (``nats: 'Authorization Violation'``).
         nats.errors.Error, OSError: the server refused the connection.
     """
 
@@ -87,7 +98,8 @@ async def connect_nats(
     except NoServersError as exc:
         if not failures:
             raise
-        raise _NoServers(f"{exc} (last try: {failures[-1]})") from failures[-1]
+        why = _telling(failures)
+        raise _NoServers(f"{exc} (last try: {why})") from why
     nc.options["max_reconnect_attempts"] = -1  # from now on: reconnect without end
     connected = True
     return nc

@@ -159,6 +159,9 @@ class ChainedPublisher:
         on_foreign: called with the number of other publishers' messages found on
             the stream after a failed try (e.g. a metric).
         window: most messages sent before waiting for the acknowledgement (≥ 1).
+        fence: called right before each window is sent; whatever it raises ends
+            ``publish`` there, nothing of the window sent (a lease holder that no
+            longer leads sends nothing more). None: always send.
 
     Raises:
         ValueError: ``window`` below 1.
@@ -173,6 +176,7 @@ class ChainedPublisher:
         on_retry: Callable[[], None] = lambda: None,
         on_foreign: Callable[[int], None] = lambda _count: None,
         window: int = 1024,
+        fence: Callable[[], None] | None = None,
     ) -> None:
         if window < 1:
             raise ValueError(f"window must be 1 or more, not {window}")
@@ -183,6 +187,7 @@ class ChainedPublisher:
         self._on_retry = on_retry
         self._on_foreign = on_foreign
         self._window = window
+        self._fence = fence
         #: The stream's last sequence right after this publisher's last message
         #: (None: not known, read from the stream before the next send).
         self.last_seq: int | None = None
@@ -201,6 +206,7 @@ class ChainedPublisher:
 
         Raises:
             nats.errors.ConnectionClosedError: the client is closed for good.
+            Whatever ``fence`` raises.
         """
         pos = 0
         delay = 0.05
@@ -249,10 +255,16 @@ class ChainedPublisher:
     async def _send(self, window: Sequence[Outgoing]) -> NatsError | None:
         """Send ``window`` chained after ``self.last_seq`` (read first when unknown),
         the last one as a request for the stream's acknowledgement; None when it
-        came, else why not (the server's refusal, a timeout, no connection)."""
+        came, else why not (the server's refusal, a timeout, no connection).
+
+        Raises:
+            Whatever ``fence`` raises (checked after every wait, right before sending).
+        """
         try:
             if self.last_seq is None:
                 self.last_seq = (await self._js.stream_info(self.stream)).state.last_seq or 0
+            if self._fence is not None:
+                self._fence()
             previous: str | None = None
             for item in window[:-1]:
                 await self._nc.publish(
@@ -349,6 +361,7 @@ async def publish_until_acked(
     timeout_s: float = 2.0,
     on_retry: Callable[[], None] = lambda: None,
     stop: asyncio.Event | None = None,
+    fence: Callable[[], None] | None = None,
 ) -> PubAck:
     """Publish one message with ``Nats-Msg-Id`` ``msg_id`` and send it again, same
     id, until ``stream`` acknowledges it (waits ``timeout_s`` s for each
@@ -359,14 +372,19 @@ async def publish_until_acked(
         on_retry: called once per failed try (e.g. a metric).
         stop: once set, the wait between tries ends and a failed try is the last
             (None: retry for ever).
+        fence: called right before each try; whatever it raises ends the publishing
+            there (see ``ChainedPublisher``).
 
     Raises:
+        Whatever ``fence`` raises.
         nats.errors.Error: a try failed with ``stop`` set (the message may or may not
             be stored).
         asyncio.CancelledError: cancelled (likewise).
     """
     delay = 0.05
     while True:
+        if fence is not None:
+            fence()
         try:
             return await js.publish(
                 subject, data, timeout=timeout_s, stream=stream, headers={MSG_ID_HEADER: msg_id}

@@ -5,7 +5,8 @@ The core service publishes a recording on ``xce.record.<id>`` of stream
 event sequence, line type and whether it is the last line of its event (headers of
 ``xce_schemas.bus``). The recorder reads it through an ephemeral pull consumer: a
 repeat (after a re-read) is skipped, a missing number read again, and accepted as a
-gap only when the stream itself lacks it.
+gap only when the stream itself lacks it, and not because its limits dropped it
+before it was read (``RetentionError``: the recording stops with that reason).
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from nats.errors import Error as NatsError
 from nats.js import JetStreamContext
 from nats.js.api import AckPolicy, ConsumerConfig, DeliverPolicy
 from nats.js.errors import NotFoundError
+from xce_kit.retention import check_position
 from xce_schemas.bus import (
     MSG_ID_HEADER,
     RECORD_END,
@@ -117,6 +119,8 @@ class RecordCursor:
         """The next messages in order (none when ``timeout_s`` passes first).
 
         Raises:
+            xce_kit.retention.RetentionError: messages missing from the recording
+                were dropped by ``XCE_RECORD``'s limits before they were read.
             nats.errors.Error: the server fails (the caller retries).
         """
         sub = await self._open()
@@ -146,6 +150,8 @@ class RecordCursor:
                     self._gap_at = self.next_number
                     await self.close()
                     break
+                reader = f"recording {self.rid}"
+                await check_position(self.js, RECORD_STREAM, self._next_stream_seq - 1, reader)
                 log.error(
                     "%s: messages %d..%d are not in %s: the recording has a gap",
                     self.subject,

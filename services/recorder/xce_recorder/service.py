@@ -46,6 +46,7 @@ from nats.errors import Error as NatsError
 from nats.js import JetStreamContext
 from redis.exceptions import RedisError
 from xce_kit.connection import connect_nats
+from xce_kit.retention import RetentionError
 from xce_kit.streams import ensure_record_stream
 from xce_schemas.admin import (
     RecorderCommand,
@@ -269,7 +270,15 @@ class RecorderService:
     async def _step(self, session: Session) -> bool:
         """Read and store what came; True when the recording is over."""
         cursor = session.cursor
-        session.take(await cursor.fetch(self.options.fetch_batch, self.options.poll_s))
+        try:
+            lines = await cursor.fetch(self.options.fetch_batch, self.options.poll_s)
+        except RetentionError as exc:  # the recording has a hole: it ends here
+            session.note = f"recording {session.name} stopped: {exc}"
+            log.error("%s", session.note)
+            assert self._core is not None
+            await self._core.abandon(session.rid)
+            return True
+        session.take(lines)
         self.metrics.gaps.inc(cursor.gaps - session.gaps_counted)
         self.metrics.duplicates.inc(cursor.duplicates - session.duplicates_counted)
         session.gaps_counted, session.duplicates_counted = cursor.gaps, cursor.duplicates

@@ -242,3 +242,7 @@ class EmulatorStats:
     suspensions: int = 0
     resumes: int = 0
     decisions: dict[str, int] = field(default_factory=dict)
+
+    def decided(self, op: str) -> None:
+        """Count one decision of ``op`` (``DISPATCH``, ...) in ``decisions``."""
+        self.decisions[op] = self.decisions.get(op, 0) + 1

@@ -78,6 +78,7 @@ from xce_kit.reader import (
     deliveries,
     stream_epoch,
 )
+from xce_kit.retention import check_info, consumer_done
 from xce_kit.streams import DEFAULT_LIMITS, deadletter_stream_config, ensure_stream
 from xce_kit.tasks import cancel_and_wait
 from xce_schemas import (
@@ -329,7 +330,8 @@ class LiveEmulator:
     async def _reader(self, js: JetStreamContext, stream: str, durable: str) -> InOrderReader:
         """This run's durable consumer of ``stream`` (``XCE_CTL_DECISIONS``,
         ``XCE_DEADLETTER``), from the stream's end (what an earlier run left there is
-        not ours); kept across a NATS restart."""
+        not ours); kept across a NATS restart. A consumer that exists already must
+        not be behind what the stream's limits dropped (``RetentionError``)."""
         config = ConsumerConfig(
             durable_name=durable,
             deliver_policy=DeliverPolicy.NEW,
@@ -338,7 +340,9 @@ class LiveEmulator:
             inactive_threshold=3600.0,  # removed by the server if this run dies
         )
         info = await js.add_consumer(stream, config)
-        position = consumer_position(info, await js.stream_info(stream))
+        stream_info = await js.stream_info(stream)
+        check_info(stream_info, consumer_done(info), f"consumer {durable}")
+        position = consumer_position(info, stream_info)
         assert self._nc is not None
         return await InOrderReader.bind(self._nc, stream, durable, position=position)
 
@@ -479,8 +483,7 @@ class LiveEmulator:
             return
         if decision.ts < self._wall0:
             return  # a decision of an earlier run
-        counts = self.stats.decisions
-        counts[decision.op] = counts.get(decision.op, 0) + 1
+        self.stats.decided(decision.op)
         self.stats.rounds += decision.op == "NEW_SESSION"
         self._clock.advance()  # the decision happens now, after all that is due by now
         if isinstance(decision, Dispatch):

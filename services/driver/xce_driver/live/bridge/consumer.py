@@ -4,7 +4,9 @@
 acknowledgement covers every message before it) and no filter subject (each stream
 holds only what the bridge reads; on a filtered consumer nats-server 2.9 counts the
 pending messages by a scan under the consumer's lock, see the core service's
-consumer).
+consumer). At start, each stream must still hold every message after where the
+bridge goes on: one its limits dropped stops the bridge (``RetentionError``), as it
+does once running (``InOrderReader``), rather than going on past it.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from nats.js import JetStreamContext
 from nats.js.api import AckPolicy, ConsumerConfig, ConsumerInfo, DeliverPolicy, StreamInfo
 from nats.js.errors import NotFoundError
 from xce_kit.reader import InOrderReader, consumer_position
+from xce_kit.retention import check_info, consumer_done
 from xce_schemas.bus import DECISIONS_STREAM
 from xce_schemas.controller import CTL_STREAM
 
@@ -39,6 +42,8 @@ async def ctl_consumer(
         The last controller sequence already done.
 
     Raises:
+        xce_kit.retention.RetentionError: ``XCE_CONTROLLER``'s limits dropped
+            messages after that position.
         nats.errors.Error: the server refuses or does not answer.
     """
     durable = options.ctl_durable
@@ -47,7 +52,8 @@ async def ctl_consumer(
         info = await js.consumer_info(CTL_STREAM, durable)
     except NotFoundError:
         info = None
-    position = max(from_events, 0 if info is None else consumer_position(info, stream))
+    position = max(from_events, 0 if info is None else consumer_done(info))
+    check_info(stream, position, f"consumer {durable}")
     if info is not None and info.config.ack_policy != AckPolicy.ALL:
         log.info("%s: consumer %s made anew with AckPolicy.ALL", CTL_STREAM, durable)
         await js.delete_consumer(CTL_STREAM, durable)
@@ -74,6 +80,9 @@ async def decisions_consumer(js: JetStreamContext, durable: str) -> int:
         The last decision sequence already forwarded.
 
     Raises:
+        xce_kit.retention.RetentionError: ``XCE_DECISIONS``'s limits dropped
+            decisions the consumer had not forwarded (a new consumer starts at the
+            stream's first message: it has lost nothing).
         nats.errors.Error: the server refuses or does not answer.
     """
     try:
@@ -87,6 +96,7 @@ async def decisions_consumer(js: JetStreamContext, durable: str) -> int:
         )
         info = await js.add_consumer(DECISIONS_STREAM, config)
     stream = await js.stream_info(DECISIONS_STREAM)
+    check_info(stream, consumer_done(info), f"consumer {durable}")
     return consumer_position(info, stream)
 
 

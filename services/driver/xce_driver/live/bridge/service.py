@@ -17,6 +17,7 @@ from nats.aio.client import Client as NatsClient
 from nats.aio.msg import Msg
 from nats.errors import Error as NatsError
 from nats.js import JetStreamContext
+from xce_kit.bus import Connect
 from xce_kit.connection import connect_nats
 from xce_kit.publisher import publish_until_acked
 from xce_kit.reader import Delivered, InOrderReader, stream_epoch
@@ -57,6 +58,8 @@ class Bridge:
         options: connection, round interval, batching.
         metrics: where to count; default a fresh ``BridgeMetrics``.
         clock: the wall clock, ns since the epoch (tests may pass another).
+        connect: makes the NATS client (``xce_kit.bus.Connect``); default
+            ``connect_nats``, ``xce_kit.memory_bus.MemoryBus.connect`` in tests.
 
     ``run`` returns after ``stop``, once every event stamped is on the stream (or
     ``STOP_RETRY_S`` of failures passed).
@@ -72,10 +75,12 @@ class Bridge:
         *,
         metrics: BridgeMetrics | None = None,
         clock: Callable[[], int] = time.time_ns,
+        connect: Connect = connect_nats,
     ) -> None:
         self.options = options
         self.metrics = metrics if metrics is not None else BridgeMetrics()
         self._clock = clock
+        self._connect = connect
         #: The ``ts`` of the last event stamped, ns (0: none yet).
         self.last_ts = 0
         #: Reconnections to NATS since the start.
@@ -102,7 +107,7 @@ class Bridge:
         """
         if stop is not None:
             self._stop = stop
-        nc = self._nc = await connect_nats(
+        nc = self._nc = await self._connect(
             self.options.nats_url,
             "xce-bridge",
             log,

@@ -1,13 +1,32 @@
-"""The ``xce-core-service`` console script (``python -m xce_driver.live.core_service``)."""
+"""The ``xce-core-service`` console script (``python -m xce_driver.live.core_service``).
+
+Every core service contends for the lead: the lease ``XCE_CORE_LEASE`` in NATS KV
+(``xce_kit.lease``, ``--lease-ttl``, as many replicas as ``--stream-replicas``,
+holder id ``host:pid``). One leads; the others are standbys that wait, reading and
+writing nothing else, and take over from the checkpoint once the leader releases the
+lease (a clean stop) or it expires (a crash: within about ``--lease-ttl``).
+
+Exit status: 0 after a clean stop (SIGTERM, SIGINT; the lease released); 1 when
+NATS or Redis cannot be reached; 2 on a bad option, an unusable checkpoint,
+positions that disagree with the streams, events dropped by retention, or a lease
+bucket made with another lease time; 3 when the service lost the lead (its lease
+expired or was taken, e.g. after a stall): it stopped at once, sending nothing more,
+with one line saying so. A supervisor restarts it (docker compose ``restart:
+unless-stopped``), as a standby.
+"""
 
 from __future__ import annotations
 
 import argparse
+import os
+import socket
 import sys
 from collections.abc import Sequence
 
+from nats.js import JetStreamContext
 from xce_core.errors import CoreError
 from xce_kit.arguments import add_service_arguments, stream_limits
+from xce_kit.lease import DEFAULT_LEASE_TTL_S, Lease, LeaseConfigError
 from xce_kit.options import (
     OneLineParser,
     consumer_name,
@@ -19,12 +38,19 @@ from xce_kit.options import (
 )
 from xce_schemas.bus import CORE_CHECKPOINT_KEY
 
+from xce_driver.live.core_service.leadership import (
+    Leadership,
+    LeadershipFactory,
+    LeadershipLost,
+)
 from xce_driver.live.core_service.options import FAULT_POINTS, CoreServiceOptions
 from xce_driver.live.core_service.positions import CheckpointError
 from xce_driver.live.core_service.service import CoreService
 from xce_driver.live.metrics import CoreMetrics
 
 PROG = "xce-core-service"
+#: The exit status of a service that lost the lead.
+EXIT_LOST_LEAD = 3
 
 
 def _fault(text: str) -> tuple[str, int]:
@@ -66,13 +92,36 @@ def build_parser() -> argparse.ArgumentParser:
         "--durable", type=consumer_name, default="xce-core", help="durable consumer name"
     )
     parser.add_argument("--checkpoint-key", default=CORE_CHECKPOINT_KEY, help="Redis key")
+    parser.add_argument(
+        "--lease-ttl",
+        type=seconds,
+        default=DEFAULT_LEASE_TTL_S,
+        metavar="T",
+        help="lease time of the lead, s: a standby takes over within about T after the "
+        f"leader dies (default {DEFAULT_LEASE_TTL_S:g}; the same for every core service)",
+    )
     parser.add_argument("--fault-kill-at", type=_fault, default=None, help=argparse.SUPPRESS)
     return parser
 
 
+def lease_factory(ttl_s: float, replicas: int) -> LeadershipFactory:
+    """What makes this process's lease (``xce_kit.lease.Lease``, holder id
+    ``host:pid``) once it is connected.
+
+    Raises:
+        ValueError: ``ttl_s`` or ``replicas`` out of range (when it is made).
+    """
+    holder = f"{socket.gethostname()}:{os.getpid()}"
+
+    def make(js: JetStreamContext) -> Leadership:
+        return Lease(js, holder, ttl_s, replicas=replicas)
+
+    return make
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    """Run the core service until SIGTERM or SIGINT; exit status 0 after a clean stop,
-    2 on a bad option or an unusable checkpoint, 1 when a server cannot be reached."""
+    """Run the core service, leading or as a standby, until SIGTERM or SIGINT, or
+    until it loses the lead; the exit status is the module docstring's."""
     parser = build_parser()
     args = parser.parse_args(argv)
     log_to_stderr(args.log_level)
@@ -91,10 +140,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     except ValueError as exc:
         parser.error(str(exc))
     metrics = CoreMetrics()
+    lease = lease_factory(args.lease_ttl, args.stream_replicas)
     try:
-        service = CoreService(options, metrics=metrics)
+        service = CoreService(options, metrics=metrics, leadership=lease)
         serving = serve(service, metrics, args.metrics_port, args.metrics_addr)
         return run_service(PROG, serving, nats=args.nats, redis=args.redis)
-    except (CheckpointError, CoreError) as exc:
+    except (CheckpointError, CoreError, LeaseConfigError) as exc:
         print(f"{PROG}: error: {exc}", file=sys.stderr)
         return 2
+    except LeadershipLost as exc:
+        print(f"{PROG}: {exc} (exit status {EXIT_LOST_LEAD})", file=sys.stderr)
+        return EXIT_LOST_LEAD

@@ -21,6 +21,7 @@ from nats.errors import Error as NatsError
 from nats.js.api import AckPolicy, ConsumerConfig, DeliverPolicy, RawStreamMsg
 from nats.js.errors import NotFoundError
 from xce_kit.pull import PullConsumer
+from xce_kit.retention import check_position
 from xce_schemas.bus import EVENTS_STREAM
 
 from xce_driver.live.core_service.options import CoreServiceOptions
@@ -96,15 +97,20 @@ class EventConsumer:
 
     async def read(self, seq: int) -> RawStreamMsg | None:
         """Event ``seq`` straight from the stream (its delivery came late); None
-        when it is no longer there (logged).
+        when it was deleted from it (logged).
 
         Raises:
+            xce_kit.retention.RetentionError: the stream's limits dropped it (and
+                maybe more) before the core read it: going on would schedule without
+                it, so the service stops (exit status 2, one line).
             nats.errors.Error: the stream does not answer.
         """
         try:
             stored = await self._js.get_msg(EVENTS_STREAM, seq=seq)
         except NotFoundError:
-            log.warning("event seq %d is no longer in %s: skipped", seq, EVENTS_STREAM)
+            reader = f"consumer {self.options.durable}"
+            await check_position(self._js, EVENTS_STREAM, seq - 1, reader)
+            log.warning("event seq %d was deleted from %s: skipped", seq, EVENTS_STREAM)
             return None
         log.info("event seq %d taken from the stream (its delivery came late)", seq)
         return stored

@@ -54,12 +54,16 @@ class Outbox:
         self._records: ChainedPublisher | None = None
         #: Recording messages made but not yet on ``XCE_RECORD`` (``flush_records``).
         self._records_queue: list[Outgoing] = []
+        self._fence: Callable[[], None] = lambda: None
 
-    def bind(self, nc: NatsClient, stop: asyncio.Event) -> None:
+    def bind(self, nc: NatsClient, stop: asyncio.Event, fence: Callable[[], None]) -> None:
         """Publish through ``nc``; once ``stop`` is set, failures are not retried for
-        long (``stopping``)."""
+        long (``stopping``); ``fence`` is called right before each send (each window
+        of messages, each try of a dead letter) and raises when this service may no
+        longer send (``leadership``)."""
         self._js = nc.jetstream()
         self._stop = stop
+        self._fence = fence
         self._decisions = self._chained(nc, DECISIONS_STREAM)
         self._records = self._chained(nc, RECORD_STREAM)
 
@@ -73,6 +77,7 @@ class Outbox:
             ack_timeout_s=self.options.publish_timeout_s,
             on_retry=self.metrics.publish_retries.inc,
             on_foreign=foreign.inc,
+            fence=self._fence,
         )
 
     def stopping(self) -> None:
@@ -128,6 +133,7 @@ class Outbox:
             timeout_s=self.options.publish_timeout_s,
             on_retry=self.metrics.publish_retries.inc,
             stop=self._stop,
+            fence=self._fence,
         )
         self.metrics.dead_letters.inc()
 

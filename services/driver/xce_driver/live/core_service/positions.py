@@ -3,31 +3,33 @@
 ``XCE_EVENTS`` as it is now must agree, or the service refuses to start
 (``PositionError``, naming the streams, the positions and what to delete together).
 While catching up, the decisions up to the decision watermark are skipped, and the
-core must make that very decision again (``Watermark``).
+core must make that very decision again (``Watermark``, ``past_watermark``).
 """
 
 from __future__ import annotations
 
 import contextlib
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 from nats.js import JetStreamContext
 from nats.js.api import RawStreamMsg
 from nats.js.errors import NotFoundError
-from xce_kit.publisher import msg_id_of, scan_tail
+from xce_kit.publisher import Outgoing, msg_id_of, scan_tail
+from xce_schemas import Decision, dump_decision
 from xce_schemas.bus import (
     DECISIONS_STREAM,
     EVENTS_STREAM,
     RECORD_STREAM,
     decision_msg_id,
+    decision_subject,
     parse_decision_msg_id,
     parse_record_msg_id,
 )
 from xce_schemas.controller import CTL_DECISIONS_STREAM
 
-from xce_driver.live.core_service.options import RESUME_LOOKBACK
+from xce_driver.live.core_service.options import RESUME_LOOKBACK, CoreServiceOptions
 from xce_driver.live.metrics import CoreMetrics
 
 log = logging.getLogger(__name__)
@@ -114,6 +116,52 @@ class Watermark:
             )
 
 
+def past_watermark(
+    mark: Watermark | None,
+    seq: int,
+    index: int,
+    decisions: Iterable[Decision],
+    out: list[Outgoing],
+    metrics: CoreMetrics,
+) -> int:
+    """Queue the decisions of event message ``seq`` that are past the watermark
+    ``mark`` (None: all) in ``out``, each as its message (subject, JSON, id
+    ``decision_msg_id(seq, n)``); skip, checked (``Watermark.skip``) and counted
+    (``xce_core_decisions_skipped_total``), those up to it.
+
+    Args:
+        index: the number ``n`` of the first decision among the message's.
+
+    Returns:
+        The number of the decision after the last one.
+
+    Raises:
+        PositionError: the last one skipped is not the stream's last decision.
+    """
+    for decision in decisions:
+        subject, data = decision_subject(decision.op), dump_decision(decision)
+        if mark is not None and (seq, index) <= mark.id:
+            mark.skip((seq, index), subject, data)
+            metrics.decisions_skipped.inc()
+        else:
+            out.append(Outgoing(subject, data, decision_msg_id(seq, index), tag=decision.op))
+        index += 1
+    return index
+
+
+def passing(mark: Watermark | None, seq: int, made: int) -> Watermark | None:
+    """The watermark still ahead once event message ``seq`` was taken (``made``
+    decisions from it): None once it is passed (``Watermark.passed``, checked).
+
+    Raises:
+        PositionError: as ``Watermark.passed``.
+    """
+    if mark is None or seq < mark.id[0]:
+        return mark
+    mark.passed(seq, made)
+    return None
+
+
 @dataclass(frozen=True, slots=True)
 class Positions:
     """What a starting core service found on its streams: the decision watermark
@@ -125,7 +173,7 @@ class Positions:
 
 
 async def check_positions(
-    js: JetStreamContext, seq: int, fix: str, metrics: CoreMetrics, checkpoint_key: str
+    js: JetStreamContext, seq: int, metrics: CoreMetrics, options: CoreServiceOptions
 ) -> Positions:
     """Read where the core's messages end on ``XCE_DECISIONS`` and ``XCE_RECORD``
     (the watermarks) and check them, and the checkpoint at event ``seq``, against
@@ -140,14 +188,15 @@ async def check_positions(
     after the core's one before it (a message the core did not write).
 
     Args:
-        fix: how to start afresh (``afresh``), for the errors.
-        checkpoint_key: the checkpoint's Redis key, for the errors.
+        options: the Redis keys, for the errors (what to delete: ``afresh``).
 
     Raises:
         PositionError: one of those, in one line naming the streams, the
             positions and what to delete to start afresh.
         nats.errors.Error: a stream does not answer.
     """
+    checkpoint_key = options.checkpoint_key
+    fix = afresh(checkpoint_key, options.recording_key)
     events = (await js.stream_info(EVENTS_STREAM)).state
     first, last = events.first_seq or 1, events.last_seq or 0
     if seq > last:

@@ -7,7 +7,7 @@ message through the handler (``handler.EventHandler``: decode → core), its
 decisions past the watermark to the outbox; ``_flush`` makes a batch durable
 (decisions, recording messages, dead letters, then the acknowledgement, the status,
 the recording commands due and a checkpoint when due). Every turn of work holds
-``_turn``, which is where leadership is checked (``leadership``).
+``turn`` and every write is fenced right before it is sent (``leadership``).
 """
 
 from __future__ import annotations
@@ -25,20 +25,11 @@ from nats.js import JetStreamContext
 from xce_core.core import SchedCore
 from xce_core.errors import CoreError
 from xce_core.plugins import PluginRegistry
+from xce_kit.bus import Connect
 from xce_kit.connection import connect_nats
-from xce_kit.publisher import Outgoing
 from xce_kit.pull import stream_seq
 from xce_kit.streams import ensure_record_stream, ensure_streams
-from xce_kit.tasks import cancel_and_wait
-from xce_schemas import dump_decision
-from xce_schemas.bus import (
-    CORE_RECORD_SUBJECT,
-    EVENTS_STREAM,
-    CoreRecordCommand,
-    CoreRecordReply,
-    decision_msg_id,
-    decision_subject,
-)
+from xce_schemas.bus import CORE_RECORD_SUBJECT, EVENTS_STREAM
 
 from xce_driver.live.core_service.checkpoints import Checkpoints, redis_client
 from xce_driver.live.core_service.commands import RecordingCommands
@@ -48,16 +39,19 @@ from xce_driver.live.core_service.leadership import (
     AlwaysLeading,
     Leadership,
     LeadershipFactory,
-    LeadershipLost,
     always_leading,
+    lead,
+    lost_lead,
+    while_leading,
 )
 from xce_driver.live.core_service.options import CoreServiceOptions, Faults
 from xce_driver.live.core_service.outbox import Outbox
 from xce_driver.live.core_service.positions import (
     CheckpointError,
     Watermark,
-    afresh,
     check_positions,
+    passing,
+    past_watermark,
 )
 from xce_driver.live.core_service.status import StatusWriter
 from xce_driver.live.metrics import CoreMetrics
@@ -78,10 +72,12 @@ class CoreService:
         leadership: makes, from the service's JetStream context once connected, what
             says when this service may work (``leadership``); default
             ``AlwaysLeading`` (a lone core).
+        connect: makes the NATS client (``xce_kit.bus.Connect``); default
+            ``connect_nats``, ``xce_kit.memory_bus.MemoryBus.connect`` in tests.
 
     ``run`` returns when ``stop`` is set (after finishing the event at hand and
-    writing a last checkpoint), or at once, writing nothing more, when the
-    leadership is lost.
+    writing a last checkpoint), and raises ``LeadershipLost`` at once, writing
+    nothing more, when the leadership is lost.
     """
 
     # Made by ``run`` from its connections.
@@ -99,11 +95,13 @@ class CoreService:
         registry: PluginRegistry | None = None,
         metrics: CoreMetrics | None = None,
         leadership: LeadershipFactory = always_leading,
+        connect: Connect = connect_nats,
     ) -> None:
         self.options = options
         self.registry = registry if registry is not None else load_registry()
         self.metrics = metrics if metrics is not None else CoreMetrics()
         self._leadership_factory = leadership
+        self._connect = connect
         #: When this service may work (made by ``run`` once connected).
         self.leadership: Leadership = AlwaysLeading()
         self._faults = Faults(options.fault)
@@ -127,10 +125,13 @@ class CoreService:
     # --- lifecycle -------------------------------------------------------------------
 
     async def run(self, stop: asyncio.Event | None = None) -> None:
-        """Connect, wait to lead, restore the checkpoint and handle events until
-        ``stop`` is set.
+        """Connect, wait to lead (doing nothing else meanwhile), create the streams
+        that do not exist, restore the checkpoint and handle events until ``stop`` is
+        set; then write a last checkpoint and release the lead (after an error too).
 
         Raises:
+            LeadershipLost: the lead was lost: the service stopped at once, sending
+                nothing more, writing no checkpoint and releasing nothing.
             nats.errors.Error, redis.exceptions.RedisError: a server cannot be reached
                 at start (later outages are waited out and retried).
             CheckpointError: the checkpoint in Redis cannot be loaded (the service
@@ -142,7 +143,7 @@ class CoreService:
         if stop is not None:
             self._stop = stop
         options = self.options
-        nc = self._nc = await connect_nats(
+        nc = self._nc = await self._connect(
             options.nats_url,
             "xce-core-service",
             log,
@@ -150,26 +151,22 @@ class CoreService:
             reconnected_cb=self._nats_reconnected,
         )
         self._js = nc.jetstream()
-        self.leadership = self._leadership_factory(self._js)
+        leadership = self.leadership = self._leadership_factory(self._js)
         redis = redis_client(options.redis_url)
-        self._checkpoints = Checkpoints(redis, options, self.metrics, self._faults)
-        self._status = StatusWriter(redis, self.metrics)
+        fence = self.fence
+        self._checkpoints = Checkpoints(redis, options, self.metrics, self._faults, fence)
+        self._status = StatusWriter(redis, self.metrics, fence, leadership)
         self._commands = RecordingCommands(self, self._checkpoints, self.metrics)
         self._consumer = EventConsumer(nc, options, self._pause)
-        self.outbox.bind(nc, self._stop)
+        self.outbox.bind(nc, self._stop, fence)
         try:
-            await ensure_streams(self._js, options.decisions_window_s, options.limits)
-            await ensure_record_stream(self._js, options.limits)
-            if await self._lead():
-                await self._restore()
-                await self._commands.at_position()
-                await nc.subscribe(CORE_RECORD_SUBJECT, cb=self._commands.on_request)
-                await self._loop()
-                async with self.turn():
-                    await self._checkpoint()
-                await self.leadership.release()
-        except LeadershipLost as exc:
-            log.warning("%s: stopped, publishing nothing more", exc)
+            await redis.ping()  # a service that cannot reach Redis does not contend
+            if await lead(leadership, self._stop):
+                try:
+                    await while_leading(leadership, self._lead(), lambda: self.seq)
+                finally:
+                    if leadership.leading:  # not after a loss: no longer its lease
+                        await leadership.release()
         finally:
             self._closing = True
             self._commands.refuse("the core service stopped first")
@@ -178,31 +175,39 @@ class CoreService:
             if not nc.is_closed:
                 await nc.close()
 
-    async def _lead(self) -> bool:
-        """Wait until this service leads (a standby waits here); False: asked to
-        stop first."""
-        acquire = asyncio.create_task(self.leadership.acquire())
-        stopped = asyncio.create_task(self._stop.wait())
-        try:
-            await asyncio.wait({acquire, stopped}, return_when=asyncio.FIRST_COMPLETED)
-        finally:
-            led = acquire.done()
-            await cancel_and_wait(stopped, acquire)  # those still running
-        if led:
-            acquire.result()  # what kept it from leading, raised
-        return led
+    async def _lead(self) -> None:
+        """The work of a leader, until ``stop``: the streams, the checkpoint, the
+        recording commands and the loop, then a last checkpoint."""
+        options = self.options
+        await ensure_streams(self._js, options.decisions_window_s, options.limits)
+        await ensure_record_stream(self._js, options.limits)
+        await self._restore()
+        await self._commands.at_position()
+        await self._nc.subscribe(CORE_RECORD_SUBJECT, cb=self._commands.on_request)
+        await self._loop()
+        async with self.turn():
+            await self._checkpoint()
+
+    def fence(self) -> None:
+        """Checked right before every write is sent (publishes, the acknowledgement,
+        Redis writes): a service that lost the lead sends nothing more.
+
+        Raises:
+            LeadershipLost: it no longer leads.
+        """
+        if not self.leadership.leading:
+            raise lost_lead(self.leadership, self.seq)
 
     @contextlib.asynccontextmanager
     async def turn(self) -> AsyncIterator[None]:
         """Held while events, a checkpoint or a recording command are handled: one at
-        a time, and only while this service leads (the one place it is checked).
+        a time, and only while this service leads.
 
         Raises:
             LeadershipLost: it no longer leads.
         """
         async with self._busy:
-            if not self.leadership.leading:
-                raise LeadershipLost(f"lost the lead after event seq {self.seq}")
+            self.fence()
             yield
 
     def stop(self) -> None:
@@ -242,11 +247,7 @@ class CoreService:
             self.metrics.recording.set(int(self.record.on))
             log.info("restored the checkpoint at event seq %d", checkpoint.seq)
             self._commands.recording = await self._checkpoints.read_recording()
-        options = self.options
-        fix = afresh(options.checkpoint_key, options.recording_key)
-        positions = await check_positions(
-            self._js, self.seq, fix, self.metrics, options.checkpoint_key
-        )
+        positions = await check_positions(self._js, self.seq, self.metrics, self.options)
         self._watermark = positions.decisions
         if positions.record is not None:
             self.record.watermark = positions.record
@@ -266,8 +267,7 @@ class CoreService:
         await consumer.start(after=self.seq)
         try:
             while not self._stop.is_set():
-                async with self.turn():  # a service no longer leading stops here too
-                    await self._status.heartbeat(self.seq)
+                await self._status.heartbeat(self.seq)  # fenced: no longer leading stops here
                 msgs = await consumer.fetch()
                 if msgs:
                     async with self.turn():
@@ -319,15 +319,7 @@ class CoreService:
         index = 0  # the message's decisions, counted across the events of a batch
         taken = 0
         for handled in self.handler.handle(seq, subject, data):
-            for decision in out:
-                out_subject, out_data = decision_subject(decision.op), dump_decision(decision)
-                if mark is not None and (seq, index) <= mark.id:
-                    mark.skip((seq, index), out_subject, out_data)
-                    self.metrics.decisions_skipped.inc()
-                else:
-                    msg_id = decision_msg_id(seq, index)
-                    batch.decisions.append(Outgoing(out_subject, out_data, msg_id, tag=decision.op))
-                index += 1
+            index = past_watermark(mark, seq, index, out, batch.decisions, self.metrics)
             event = handled.event
             if handled.reason is not None:
                 batch.letters.append(dead_letter(seq, handled.taken, handled.reason))
@@ -340,9 +332,7 @@ class CoreService:
         batch.events += taken
         self._checkpoints.since += taken
         self.seq = seq
-        if mark is not None and seq >= mark.id[0]:
-            mark.passed(seq, index)
-            self._watermark = None
+        self._watermark = passing(mark, seq, index)
 
     def _flush_due(self) -> bool:
         """Whether the events taken so far must be flushed before the next one: a
@@ -369,6 +359,7 @@ class CoreService:
         if last is not None:
             for _ in range(batch.events):
                 self._faults.hit("ack")
+            self.fence()
             with contextlib.suppress(NatsError):  # a lost acknowledgement: redelivered
                 await last.ack()
             metadata = last.metadata
@@ -405,8 +396,3 @@ class CoreService:
             if self._stop.is_set():
                 return
             await self._pause(0.5)
-
-    async def record_command(self, command: CoreRecordCommand) -> CoreRecordReply:
-        """Do one recording command once its position is reached and answer it
-        (``commands.RecordingCommands.command``); only while ``run`` runs."""
-        return await self._commands.command(command)

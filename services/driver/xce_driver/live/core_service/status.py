@@ -1,20 +1,23 @@
 """What the admin API shows of the core: the ``CoreStatus`` hash ``xce:core:status``,
 written after each batch with a ``BEGIN_ROUND`` (last round, job counts, lag) and,
 as a heartbeat, at least every ``HEARTBEAT_S`` while the service runs, so that the
-admin API tells a dead core from one that gets no rounds. A Redis failure is
-logged, never a stop: the next write tries again.
+admin API tells a dead core from one that gets no rounds. Both carry the leader's
+lease term and holder id (a standby, which does not lead, writes nothing). A Redis
+failure is logged, never a stop: the next write tries again.
 """
 
 from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Callable
 
 import redis.asyncio as aioredis
 from redis.exceptions import RedisError
 from redis.typing import EncodableT, FieldT
 from xce_schemas.admin import CORE_STATUS_KEY, CoreStatus, to_hash
 
+from xce_driver.live.core_service.leadership import Leadership
 from xce_driver.live.core_service.options import HEARTBEAT_S
 from xce_driver.live.metrics import CoreMetrics
 
@@ -27,11 +30,22 @@ class StatusWriter:
     Args:
         redis: the client.
         metrics: the figures the status shows (job counts, lag, events waiting).
+        fence: called right before each write; raises when this service may no
+            longer write (it lost the lead).
+        leadership: the term and holder id the status shows.
     """
 
-    def __init__(self, redis: aioredis.Redis, metrics: CoreMetrics) -> None:
+    def __init__(
+        self,
+        redis: aioredis.Redis,
+        metrics: CoreMetrics,
+        fence: Callable[[], None],
+        leadership: Leadership,
+    ) -> None:
         self.redis = redis
         self.metrics = metrics
+        self._fence = fence
+        self._leadership = leadership
         self._beat_at = -HEARTBEAT_S  # monotonic time of the last heartbeat written
         self._beat_written = True  # the last one was written (or none was tried)
 
@@ -43,6 +57,8 @@ class StatusWriter:
             return
         self._beat_at = started
         fields: dict[FieldT, EncodableT] = {"heartbeat": str(time.time()), "seq": str(seq)}
+        fields.update(self._leader())
+        self._fence()
         try:
             await self.redis.hset(CORE_STATUS_KEY, mapping=fields)
         except RedisError as exc:
@@ -72,7 +88,19 @@ class StatusWriter:
             updated=now,
         )
         fields: dict[FieldT, EncodableT] = {k: v for k, v in to_hash(status).items()}
+        fields.update(self._leader())
+        self._fence()
         try:
             await self.redis.hset(CORE_STATUS_KEY, mapping=fields)
         except RedisError as exc:
             log.warning("status after event seq %d not written: %s", seq, exc)
+
+    def _leader(self) -> dict[FieldT, EncodableT]:
+        """The ``term`` and ``holder`` fields (none for a lone core)."""
+        lead = self._leadership
+        fields: dict[FieldT, EncodableT] = {}
+        if lead.term is not None:
+            fields["term"] = str(lead.term)
+        if lead.holder_id:
+            fields["holder"] = lead.holder_id
+        return fields
