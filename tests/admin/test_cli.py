@@ -230,3 +230,15 @@ def test_the_token_is_read_from_the_file_xce_admin_token_file_names(
     assert (code, out) == (2, "")
     assert err.startswith("xceadmin: error: XCE_ADMIN_TOKEN_FILE=")
     assert TOKEN not in err and len(err.splitlines()) == 1
+
+
+def test_the_status_names_the_leading_core_service(
+    server: str, backend: FakeBackend, capsys: pytest.CaptureFixture[str]
+) -> None:
+    now = time.time()
+    backend.core = CoreStatus(
+        seq=9, last_round_ts=5, updated=now, heartbeat=now, term=41, holder="core-2:1"
+    )
+    code, out, _ = xceadmin(capsys, server, "scheduler", "status")
+    assert code == 0
+    assert out.splitlines()[0].endswith(" s ago; leader core-2:1 (term 41)"), out

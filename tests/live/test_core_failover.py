@@ -379,3 +379,34 @@ def test_ten_leaders_killed_under_load_lose_and_repeat_no_decision(
 ) -> None:
     nats_url, redis_url = bus
     run(failover_run(nats_url, redis_url, workdir, PLAN))
+
+
+def test_a_leader_whose_lease_is_taken_stops_at_once_with_exit_status_3(
+    bus: tuple[str, str], workdir: Path
+) -> None:
+    """An operator (or a successor after an expiry) wrote the lease key: the leader's
+    next renewal is refused, and it stops with one line and exit status 3, releasing
+    nothing (the key stays the intruder's)."""
+    nats_url, redis_url = bus
+    sup = Supervisor(nats_url, redis_url, workdir)
+
+    async def go() -> tuple[int, int, bytes | None]:
+        async with connected(nats_url) as js:
+            await ensure_streams(js)
+            proc = sup.start()
+            kv = await lease_kv(js)
+            pid, term = await leader(kv, sup, 0)
+            assert pid == proc.proc.pid
+            await kv.put(LEASE_KEY, b'{"holder": "intruder", "nonce": "0", "term": 1}')
+            status = await exited(proc, "the leader to stop", 10 * TTL_S)
+            return term, status, (await kv.get(LEASE_KEY)).value
+
+    term, status, value = run(go())
+    (proc,) = sup.procs.values()
+    assert status == EXIT_LOST_LEAD, proc.log_text()
+    last = proc.log_text().strip().splitlines()[-1]
+    assert last == (
+        f"xce-core-service: lost the lead (term {term} of {socket.gethostname()}:"
+        f"{proc.proc.pid}) after event seq 0: stopped, sending nothing more (exit status 3)"
+    ), proc.log_text()
+    assert value == b'{"holder": "intruder", "nonce": "0", "term": 1}'

@@ -214,6 +214,8 @@ def _core_line(core: dict[str, Any] | None) -> str:
         return "core: never seen"
     beat = core["heartbeat_age_seconds"]
     alive = "no heartbeat" if beat is None else f"heartbeat {beat:.1f} s ago"
+    if core.get("holder"):  # core services with standbys: who leads
+        alive += f"; leader {core['holder']} (term {core['term']})"
     if core["last_round_ts"] is None:
         return f"core: event seq {core['seq']}, no round yet; {alive}"
     return (

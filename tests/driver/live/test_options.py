@@ -43,6 +43,7 @@ def assert_one_line_error(
         (["--prng-seed", "-1"], "argument --prng-seed: must be 0 or more, not -1"),
         (["--durable", ""], "argument --durable: a consumer name cannot be empty"),
         (["--durable", "a b"], "'a b' is not a consumer name: it may not hold ' '"),
+        (["--lease-ttl", "0"], "argument --lease-ttl: 0 is not a positive, finite number"),
     ],
 )
 def test_a_bad_core_service_option_is_one_line(

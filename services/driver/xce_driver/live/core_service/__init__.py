@@ -76,7 +76,10 @@ message ids skip and drop what is already there). Recording reads the core and
 changes nothing in it: the decisions are the same with or without it.
 
 Only one core service may consume the stream at a time (it deletes and recreates
-its consumer at start). The core runs on its discrete clock: all time comes from
+its consumer at start): the one that holds the lease (``leadership``; the console
+script contends for ``xce_kit.lease.Lease``, others wait as standbys and take over
+by this very restart path; one that loses the lead stops at once, exit status 3).
+The core runs on its discrete clock: all time comes from
 the events' ``ts``, so a restart cannot change a decision. Positions (checkpoints,
 recording starts and stops, the watermark) are message sequences: a batch is
 taken whole before any of them.

@@ -2,10 +2,11 @@
 at each start to deliver from right after the checkpoint, fetched a batch at a
 time, and the stream itself for an event whose delivery came late.
 
-Only one core service may consume the stream at a time: it deletes and recreates
-the consumer at start. The consumer keeps a pull request open while a batch is
-handled and flushed (``xce_kit.pull.PullConsumer``), so the next batch is on its
-way meanwhile. Acknowledgements use ``AckPolicy.ALL``: one covers a batch.
+Only one core service may consume the stream at a time, the leader
+(``leadership``): it deletes and recreates the consumer once it leads. The consumer
+keeps a pull request open while a batch is handled and flushed
+(``xce_kit.pull.PullConsumer``), so the next batch is on its way meanwhile.
+Acknowledgements use ``AckPolicy.ALL``: one covers a batch.
 """
 
 from __future__ import annotations

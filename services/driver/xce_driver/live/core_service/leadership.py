@@ -152,11 +152,11 @@ async def while_leading(
     cancelled wherever it waits (``xce_kit.tasks.cancel_and_wait``: nothing it had
     not sent yet goes out).
 
-    Returns:
-        What ``work`` returned.
-
     Args:
         seq: the last event handled, for the error (``lost_lead``).
+
+    Returns:
+        What ``work`` returned.
 
     Raises:
         LeadershipLost: the lead was lost first.
