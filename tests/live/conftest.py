@@ -10,12 +10,14 @@ and start it again on the same port and store, as a crashed server comes back.
 
 from __future__ import annotations
 
+import asyncio
 import os
 import shutil
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
+from xce_kit.redis_client import redis_from_url
 
 from tests.live.helpers import kill_leftovers, reset_bus
 from tests.live.secured import SecuredBus, secured_bus
@@ -66,6 +68,19 @@ def redis_url(redis_server_proc: ServerProcess) -> str:
     if redis_server_proc.proc is None or redis_server_proc.proc.poll() is not None:
         redis_server_proc.start()
     return redis_server_proc.url + "/0"
+
+
+@pytest.fixture
+def redis_db(redis_url: str) -> str:
+    """The URL of an empty Redis database (the first tier's: no NATS server)."""
+
+    async def flush() -> None:
+        client = redis_from_url(redis_url)
+        await client.flushdb()
+        await client.aclose()
+
+    asyncio.run(flush())
+    return redis_url
 
 
 @pytest.fixture

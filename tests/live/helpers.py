@@ -25,7 +25,6 @@ from xce_core.errors import CoreError
 from xce_driver.live.event_codec import encode_batch
 from xce_driver.live.publish import publish_events
 from xce_kit.auth import nats_credentials
-from xce_kit.bus_policy import CORE_LEASE_STREAM
 from xce_kit.redis_client import redis_from_url
 from xce_kit.streams import ensure_streams
 from xce_schemas import (
@@ -46,14 +45,11 @@ from xce_schemas import (
     dump_event,
 )
 from xce_schemas.bus import (
-    DEADLETTER_STREAM,
-    DECISIONS_STREAM,
     EVENTS_BATCH_SUBJECT,
     EVENTS_STREAM,
     MSG_ID_HEADER,
     event_subject,
 )
-from xce_schemas.controller import CTL_DECISIONS_STREAM, CTL_STREAM
 from xce_schemas.events import (
     ConfigPushPayload,
     JobsPushPayload,
@@ -157,15 +153,15 @@ async def connected(nats_url: str) -> AsyncIterator[JetStreamContext]:
 
 
 def reset_bus(nats_url: str, redis_url: str) -> None:
-    """Delete the XCE streams (and their consumers), the controller's included, and
-    the core services' lease bucket, and empty the Redis database."""
+    """Delete every stream on the server (with its consumers): the XCE streams, the
+    controller's, the record stream and the core services' lease bucket, whatever
+    limits an earlier test gave them; and empty the Redis database."""
 
     async def reset() -> None:
         async with connected(nats_url) as js:
-            streams = (EVENTS_STREAM, DECISIONS_STREAM, DEADLETTER_STREAM, CORE_LEASE_STREAM)
-            for stream in (*streams, CTL_STREAM, CTL_DECISIONS_STREAM):
+            for info in await js.streams_info():
                 with contextlib.suppress(NotFoundError):
-                    await js.delete_stream(stream)
+                    await js.delete_stream(info.config.name)
         client = redis_from_url(redis_url)
         await client.flushdb()
         await client.aclose()

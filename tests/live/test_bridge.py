@@ -910,10 +910,13 @@ def test_an_emulator_whose_connection_is_closed_for_good_stops_with_the_error(
     async def go() -> float:
         task = asyncio.create_task(emulator.run(timeout_s=120))
 
-        async def connected() -> bool:
-            return emulator._nc is not None and emulator._nc.is_connected
+        async def reading() -> bool:
+            # Its readers made (the last decision's clock starts then): a close while
+            # it still sets its consumers up ends in that request's timeout instead.
+            nc = emulator._nc
+            return nc is not None and nc.is_connected and emulator._last_decision > 0
 
-        await wait_until(connected, "the emulator to connect")
+        await wait_until(reading, "the emulator to read decisions")
         assert emulator._nc is not None
         started = time.monotonic()
         await emulator._nc.close()

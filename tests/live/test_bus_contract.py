@@ -14,6 +14,8 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 import nats
 import pytest
 from nats.aio.client import Client as NatsClient
+from nats.aio.msg import Msg
+from nats.errors import NoRespondersError
 from nats.js import JetStreamContext
 from nats.js.api import AckPolicy, ConsumerConfig, DeliverPolicy, StreamConfig
 from nats.js.errors import APIError, NoStreamResponseError, NotFoundError
@@ -214,5 +216,64 @@ def test_chained_publisher_and_in_order_reader_round_trip(connect: Connect) -> N
             fresh, _stale = await reader.next()
             seen.extend(item.seq for item in fresh)
         assert seen == list(range(2, 9))
+
+    run(connect, body)
+
+
+def test_a_filtered_pull_subscription_fetches_what_is_there(connect: Connect) -> None:
+    """nats-py's own ``pull_subscribe`` (a consumer it names, a filter subject, no
+    acknowledgements: the recorder's cursor) and its ``fetch`` of a batch: nothing
+    there times out, what is there comes at once, a message published while it
+    waits ends the wait."""
+
+    async def body(nc: NatsClient, js: JetStreamContext, name: str) -> None:
+        await js.publish(f"{name}.b", b"other")
+        config = ConsumerConfig(
+            deliver_policy=DeliverPolicy.BY_START_SEQUENCE,
+            opt_start_seq=1,
+            ack_policy=AckPolicy.NONE,
+            inactive_threshold=300,
+        )
+        sub = await js.pull_subscribe(f"{name}.a", stream=name, config=config)
+        with pytest.raises(TimeoutError):
+            await sub.fetch(5, timeout=0.3)
+        await js.publish(f"{name}.a", b"1")
+        await js.publish(f"{name}.b", b"other")
+        await js.publish(f"{name}.a", b"2")
+        got = await sub.fetch(5, timeout=2)
+        assert [(m.data, m.metadata.sequence.stream) for m in got] == [(b"1", 2), (b"2", 4)]
+
+        async def later() -> None:
+            await asyncio.sleep(0.1)
+            await js.publish(f"{name}.a", b"3")
+
+        task = asyncio.create_task(later())
+        assert [m.data for m in await sub.fetch(5, timeout=5)] == [b"3"]
+        await task
+        info = await js.consumer_info(name, sub._consumer)
+        assert (info.config.filter_subject, info.num_pending, info.num_ack_pending) == (
+            f"{name}.a",
+            0,
+            0,
+        )
+        await sub.unsubscribe()
+        await js.delete_consumer(name, sub._consumer)
+        with pytest.raises(NotFoundError):
+            await js.consumer_info(name, sub._consumer)
+
+    run(connect, body)
+
+
+def test_a_request_is_answered_by_its_subscriber_or_refused_for_none(connect: Connect) -> None:
+    async def body(nc: NatsClient, js: JetStreamContext, name: str) -> None:
+        async def echo(msg: Msg) -> None:
+            await msg.respond(b"re:" + msg.data)
+
+        sub = await nc.subscribe(f"svc{name}.echo", cb=echo)
+        assert (await nc.request(f"svc{name}.echo", b"hi", timeout=2)).data == b"re:hi"
+        await sub.unsubscribe()
+        await nc.flush()
+        with pytest.raises(NoRespondersError):
+            await nc.request(f"svc{name}.echo", b"hi", timeout=2)
 
     run(connect, body)

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Iterator
 
 import pytest
 from nats.js import JetStreamContext
@@ -34,19 +33,6 @@ from tests.live.helpers import (
 from tests.live.test_core_service import assert_exact, checkpoint
 
 pytestmark = pytest.mark.redis
-
-
-@pytest.fixture
-def redis_db(redis_url: str) -> Iterator[str]:
-    """The URL of an empty Redis database."""
-
-    async def flush() -> None:
-        client = redis_from_url(redis_url)
-        await client.flushdb()
-        await client.aclose()
-
-    asyncio.run(flush())
-    yield redis_url
 
 
 def options(redis_url: str) -> CoreServiceOptions:

@@ -206,6 +206,47 @@ def core_after(events: Sequence[CoreEvent]) -> SchedCore:
     return core
 
 
+def assert_recording(
+    path: Path, status: RecorderStatus, events: Sequence[CoreEvent], start: int
+) -> list[str]:
+    """Check an exported recording of ``events`` from event seq ``start`` on, made
+    with a SNAPSHOT every 10 events, and its final ``status``: its lines in order, its
+    start SNAPSHOT exactly the state after ``events[:start]``, a replay without a
+    mismatch. Returns its line types."""
+    types = line_types(path)
+    recorded = len(events) - start
+    assert types[:2] == ["HEADER", "SNAPSHOT"] and types[-1] == "END"
+    event_types = [t for t in types if t not in ("HEADER", "SNAPSHOT", "DECISION", "END")]
+    assert event_types == [e.type for e in events[start:]]
+    # A periodic SNAPSHOT follows every 10th event and its decisions, nowhere else.
+    count, expected_types = 0, []
+    for t in types[2:-1]:
+        if t == "SNAPSHOT":
+            continue
+        if t != "DECISION":
+            if count and count % 10 == 0:
+                expected_types.append("SNAPSHOT")
+            count += 1
+        expected_types.append(t)
+    if count % 10 == 0:
+        expected_types.append("SNAPSHOT")
+    assert types[2:-1] == expected_types
+    assert types.count("SNAPSHOT") == 1 + recorded // 10
+    assert status.lines == len(types) and status.last_error is None
+    assert status.start_seq == start and status.seq == len(events)
+    # The start SNAPSHOT is the state after events[:start], exactly.
+    first = next(line for line in read_lines(path) if line.type == "SNAPSHOT")
+    expected = save_snapshot(core_after(events[:start])).model_dump(mode="json")
+    assert {k: v for k, v in first.data["data"].items() if k != "clock"} == {
+        k: v for k, v in expected.items() if k != "clock"
+    }
+    result = replay(path, ReplayOptions(verify=True))
+    assert result.mismatch_count == 0, result.mismatches
+    assert result.stats.events == recorded
+    assert sum(result.stats.decisions.values()) == types.count("DECISION") > 0
+    return types
+
+
 def test_a_live_recording_replays_without_a_mismatch(bus: tuple[str, str], tmp_path: Path) -> None:
     nats_url, redis_url = bus
     events = scenario(rounds=14)
@@ -231,37 +272,8 @@ def test_a_live_recording_replays_without_a_mismatch(bus: tuple[str, str], tmp_p
     assert reply.status.state == "recording" and reply.status.name == "live.jsonl.gz"
     assert reply.status.start_seq == half  # the stream's end when the start came
     assert reply.status.lines == 2  # HEADER and SNAPSHOT are in Redis when it answers
-    types = line_types(path)
+    types = assert_recording(path, status, events, half)
     recorded = len(events) - half
-    assert types[:2] == ["HEADER", "SNAPSHOT"] and types[-1] == "END"
-    event_types = [t for t in types if t not in ("HEADER", "SNAPSHOT", "DECISION", "END")]
-    assert event_types == [e.type for e in events[half:]]
-    # A periodic SNAPSHOT follows every 10th event and its decisions, nowhere else.
-    count, expected_types = 0, []
-    for t in types[2:-1]:
-        if t == "SNAPSHOT":
-            continue
-        if t != "DECISION":
-            if count and count % 10 == 0:
-                expected_types.append("SNAPSHOT")
-            count += 1
-        expected_types.append(t)
-    if count % 10 == 0:
-        expected_types.append("SNAPSHOT")
-    assert types[2:-1] == expected_types
-    assert types.count("SNAPSHOT") == 1 + recorded // 10
-    assert status.lines == len(types) and status.last_error is None
-    assert status.start_seq == half and status.seq == len(events)
-    # The start SNAPSHOT is the state after the first half, exactly.
-    first = next(line for line in read_lines(path) if line.type == "SNAPSHOT")
-    expected = save_snapshot(core_after(events[:half])).model_dump(mode="json")
-    assert {k: v for k, v in first.data["data"].items() if k != "clock"} == {
-        k: v for k, v in expected.items() if k != "clock"
-    }
-    result = replay(path, ReplayOptions(verify=True))
-    assert result.mismatch_count == 0, result.mismatches
-    assert result.stats.events == recorded
-    assert sum(result.stats.decisions.values()) == types.count("DECISION") > 0
     # A what-if of the recording with itself gives its run back, on the ticks it
     # recorded (its HEADER says the rounds were the controller's).
     same = what_if(path, path)
@@ -405,22 +417,6 @@ def test_a_start_made_just_before_the_core_was_killed_is_made_again_there(
     result = replay(path, ReplayOptions(verify=True))
     assert result.mismatch_count == 0, result.mismatches
     assert result.stats.events == len(events) - start
-
-
-def test_a_start_without_a_core_service_is_refused(bus: tuple[str, str], tmp_path: Path) -> None:
-    nats_url, redis_url = bus
-
-    async def go() -> tuple[RecorderReply, RecorderStatus]:
-        async with services(nats_url, redis_url, tmp_path, with_core=False):
-            return await command(nats_url, "start", "nocore"), await recorder_status(redis_url)
-
-    reply, status = asyncio.run(go())
-    assert not reply.ok and not reply.conflict
-    assert reply.error == (
-        "recording 'nocore.jsonl.gz' not started: the core service is not running "
-        "(nobody answers on xce.core.record)"
-    )
-    assert status.state == "idle"
 
 
 def test_a_stop_with_the_core_down_ends_at_the_last_whole_event(

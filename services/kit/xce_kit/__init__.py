@@ -6,7 +6,8 @@ recorder, admin) and the live emulator share.
 (NATS connect), ``streams`` (JetStream stream creation and limits), ``retention``
 (what a stream's limits dropped before it was read, caught), ``metrics`` (serving a
 Prometheus registry), ``pull`` (a durable pull consumer without a task
-per message), ``reader`` (a stream read strictly in order), ``publisher`` (ordered,
+per message), ``reader`` (a stream read strictly in order), ``run_reader`` (one
+run's reader of what a stream receives from now on), ``publisher`` (ordered,
 chained publishing, none twice), ``tasks`` (cancelling for sure), ``auth``
 (credentials from files named in the environment), ``redis_client`` (Redis clients
 with them), ``bus_policy`` and ``bus_config`` (who may do what on the bus, and

@@ -6,10 +6,10 @@ consumers (``xce_kit.memory_stream``) and answers the JetStream API. Its
 ``MemoryClient``: a nats-py ``Client`` whose ``publish``, ``request`` and
 ``subscribe`` go to the bus instead of a socket. Everything above the client runs
 unchanged over it: nats-py's ``JetStreamContext`` (it speaks the API through
-``request``), ``Msg.ack`` and ``Msg.metadata``, the kit's ``PullConsumer`` (the raw
-``CONSUMER.MSG.NEXT`` requests), ``InOrderReader`` and ``ChainedPublisher``, and the
-services' loops. So the seam a service needs is its connection factory, nothing
-else.
+``request``; its ``pull_subscribe`` and ``fetch`` too), ``Msg.ack`` and
+``Msg.metadata``, the kit's ``PullConsumer`` (the raw ``CONSUMER.MSG.NEXT``
+requests), ``InOrderReader`` and ``ChainedPublisher``, and the services' loops. So
+the seam a service needs is its connection factory, nothing else.
 
 What it answers: publishes captured by a stream (acknowledged when sent as a
 request, refused with JetStream's errors), ``$JS.API.STREAM.{CREATE,UPDATE,INFO,
@@ -87,10 +87,11 @@ class _Sub:
 @dataclass(slots=True)
 class _PullRequest:
     """An open pull request of a consumer: where to answer, messages still owed,
-    and the timer that ends it."""
+    whether it ends once served (``no_wait``), and the timer that ends it."""
 
     reply: str
     owed: int
+    no_wait: bool = False
     timer: asyncio.TimerHandle | None = None
 
 
@@ -291,19 +292,27 @@ class MemoryBus:
 
     def _pull(self, stream: str, durable: str, request: Json, reply: str) -> None:
         """A ``CONSUMER.MSG.NEXT`` request: served now as far as the consumer has
-        messages, the rest as they come, until it expires."""
+        messages, the rest as they come, until it expires. A ``no_wait`` request
+        (nats-py's ``fetch`` of more than one) ends with ``404 No Messages`` once
+        it got what there was; with nothing there, at once, or with ``expires``
+        (as nats-server 2.9 does) at the first messages that come."""
         try:
             self._consumer(stream, durable)
         except JetStreamError:
             self._status(reply, "503", "No Responders")
             return
-        pull = _PullRequest(reply, max(1, int(request.get("batch") or 1)))
+        no_wait = bool(request.get("no_wait"))
+        pull = _PullRequest(reply, max(1, int(request.get("batch") or 1)), no_wait)
         expires_ns = int(request.get("expires") or 0)
         if expires_ns:
             loop = asyncio.get_running_loop()
             pull.timer = loop.call_later(expires_ns / 1e9, self._expire, stream, durable, pull)
-        self._requests.setdefault((stream, durable), []).append(pull)
+        waiting = self._requests.setdefault((stream, durable), [])
+        waiting.append(pull)
         self._serve(stream)
+        if no_wait and not expires_ns and pull in waiting:
+            waiting.remove(pull)
+            self._status(reply, "404", "No Messages")
 
     def _expire(self, stream: str, durable: str, pull: _PullRequest) -> None:
         waiting = self._requests.get((stream, durable), [])
@@ -327,6 +336,7 @@ class MemoryBus:
             while waiting:
                 pull = waiting[0]
                 now = time.monotonic_ns()
+                served = False
                 # Pending after each delivery: the messages behind it (deleted ones
                 # counted too, where the server would not: nothing reads that close).
                 for stored, delivery in consumer.next_deliveries(pull.owed, now):
@@ -336,11 +346,14 @@ class MemoryBus:
                     )
                     self._deliver(stored.subject, stored.data, reply, stored.headers, to=pull.reply)
                     pull.owed -= 1
-                if pull.owed > 0:
+                    served = True
+                if pull.owed > 0 and not (pull.no_wait and served):
                     break
                 waiting.pop(0)
                 if pull.timer is not None:
                     pull.timer.cancel()
+                if pull.owed > 0:  # a no_wait request ends with what there was
+                    self._status(pull.reply, "404", "No Messages")
             self._arm_redelivery(stream_name, durable, consumer)
 
     def _arm_redelivery(self, stream: str, durable: str, consumer: MemoryConsumer) -> None:
@@ -466,16 +479,26 @@ class MemoryClient(NatsClient):
         *args: Any,
         **kwargs: Any,
     ) -> Subscription:
-        """Subscribe ``cb`` to ``subject`` (a callback is required; no queue groups).
+        """Subscribe ``cb`` to ``subject``; without a callback, the messages wait
+        for ``Subscription.next_msg`` (as nats-py's ``pull_subscribe`` reads). No
+        queue groups.
 
         Raises:
             nats.errors.ConnectionClosedError: the client is closed.
         """
         self._check_open()
-        if cb is None or queue:
-            raise NotImplementedError("the in-memory bus takes subscriptions with a callback")
-        sid = self._bus.subscribe(self, subject, cb)
-        return Subscription(self, sid, subject, cb=cb)
+        if queue:
+            raise NotImplementedError("the in-memory bus takes no queue groups")
+        if cb is not None:
+            return Subscription(self, self._bus.subscribe(self, subject, cb), subject, cb=cb)
+        sub = Subscription(self, 0, subject)
+
+        async def hold(msg: Msg) -> None:
+            sub._pending_size += len(msg.data)
+            sub._pending_queue.put_nowait(msg)
+
+        sub._id = self._bus.subscribe(self, subject, hold)
+        return sub
 
     def _remove_sub(self, sid: int, max_msgs: int = 0) -> None:
         self._bus.unsubscribe(sid)

@@ -14,13 +14,15 @@ against a real nats-server):
   checks ``Nats-Expected-Stream`` (10060), ``Nats-Expected-Last-Sequence`` (10071)
   and ``Nats-Expected-Last-Msg-Id`` (10070) in the server's order;
 * messages are read by sequence or last by subject, deleted one by one, purged;
-* a durable pull consumer starts by its deliver policy, delivers in stream order,
-  counts deliveries, keeps the acknowledgement floor (``AckPolicy.ALL``: one
-  acknowledgement covers every delivery before it; ``EXPLICIT``; ``NONE``) and
-  delivers again what was not acknowledged within its ack wait.
+* a pull consumer (durable, or named by its client as nats-py's ``pull_subscribe``
+  does) starts by its deliver policy, delivers in stream order the messages its
+  filter subject(s) match, counts deliveries, keeps the acknowledgement floor
+  (``AckPolicy.ALL``: one acknowledgement covers every delivery before it;
+  ``EXPLICIT``; ``NONE``) and delivers again what was not acknowledged within its
+  ack wait; a ``no_wait`` pull request ends once served (``memory_bus``).
 
 Not kept: retention limits (``max_age``, ``max_bytes``, ``max_msgs``), replicas,
-``max_ack_pending``, filter subjects, push consumers, a server restart.
+``max_ack_pending``, ``inactive_threshold``, push consumers, a server restart.
 """
 
 from __future__ import annotations
@@ -134,6 +136,12 @@ class MemoryConsumer:
         # The server reports no acknowledgement floor until the first acknowledgement.
         self.delivered_stream = start
 
+    def wants(self, stored: StoredMessage) -> bool:
+        """Whether its filter subject(s) match ``stored`` (no filter: every message)."""
+        patterns = self.config.get("filter_subjects") or [self.config.get("filter_subject")]
+        patterns = [p for p in patterns if p]
+        return not patterns or any(subject_matches(p, stored.subject) for p in patterns)
+
     @property
     def ack_policy(self) -> str:
         """``all``, ``explicit`` or ``none``."""
@@ -162,7 +170,7 @@ class MemoryConsumer:
         while len(out) < batch and seq < self.stream.last_seq:
             seq += 1
             stored = self.stream.messages.get(seq)
-            if stored is None:
+            if stored is None or not self.wants(stored):
                 continue
             self.delivered_stream = seq
             self.delivered_consumer += 1
@@ -182,8 +190,11 @@ class MemoryConsumer:
         return min(d.at_ns for d in self.pending.values()) + self._ack_wait_ns()
 
     def num_pending(self) -> int:
-        """Messages of the stream not delivered yet."""
-        return sum(1 for seq in self.stream.messages if seq > self.delivered_stream)
+        """Messages of the stream it wants, not delivered yet."""
+        messages = self.stream.messages
+        return sum(
+            1 for seq in messages if seq > self.delivered_stream and self.wants(messages[seq])
+        )
 
     def ack(self, stream_seq: int) -> None:
         """The acknowledgement of the delivery of message ``stream_seq``."""

@@ -45,6 +45,7 @@ from nats.aio.client import Client as NatsClient
 from nats.errors import Error as NatsError
 from nats.js import JetStreamContext
 from redis.exceptions import RedisError
+from xce_kit.bus import Connect
 from xce_kit.connection import connect_nats
 from xce_kit.retention import RetentionError
 from xce_kit.streams import ensure_record_stream
@@ -79,13 +80,22 @@ class RecorderService:
     Args:
         options: connections, recordings folder, snapshot interval.
         metrics: where to count; default a fresh ``RecorderMetrics``.
+        connect: makes the NATS client (``xce_kit.bus.Connect``; default
+            ``connect_nats``, a real server; ``MemoryBus.connect`` in tests).
 
     ``run`` returns when ``stop`` is called; a recording on at that moment is
     finished (the core asked to stop it) and exported first.
     """
 
-    def __init__(self, options: RecorderOptions, *, metrics: RecorderMetrics | None = None) -> None:
+    def __init__(
+        self,
+        options: RecorderOptions,
+        *,
+        metrics: RecorderMetrics | None = None,
+        connect: Connect = connect_nats,
+    ) -> None:
         self.options = options
+        self._connect = connect
         self.metrics = metrics if metrics is not None else RecorderMetrics()
         self.status = RecorderStatus()
         self._session: Session | None = None
@@ -135,7 +145,7 @@ class RecorderService:
                 await nc.close()
 
     async def _connect_nats(self) -> NatsClient:
-        """``xce_kit.connection.connect_nats``, within ``connect_timeout_s``.
+        """The ``connect`` given (``connect_nats``), within ``connect_timeout_s``.
 
         Raises:
             ConnectError: no answer in time.
@@ -143,7 +153,7 @@ class RecorderService:
         """
         url, timeout = self.options.nats_url, self.options.connect_timeout_s
         try:
-            return await asyncio.wait_for(connect_nats(url, "xce-recorder", log), timeout)
+            return await asyncio.wait_for(self._connect(url, "xce-recorder", log), timeout)
         except TimeoutError:  # the wait's, or nats-py's: no answer either way
             raise ConnectError(f"NATS at {url} did not answer within {timeout:g} s") from None
 

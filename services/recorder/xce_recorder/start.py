@@ -11,6 +11,7 @@ import time
 from datetime import UTC, datetime
 
 from nats.js import JetStreamContext
+from xce_kit.retention import RetentionError
 from xce_schemas.admin import recording_key
 from xce_schemas.bus import RECORD_STREAM
 
@@ -36,7 +37,8 @@ async def start_session(
 
     Raises:
         StartError: a recording of that name exists (``conflict``), the core service
-            does not answer or refuses, or its first lines do not come in time.
+            does not answer or refuses, or its first lines do not come in time or
+            were dropped by ``XCE_RECORD``'s limits before they were read.
         nats.errors.Error, redis.exceptions.RedisError: a server fails.
     """
     if await store.taken(name):
@@ -57,6 +59,12 @@ async def start_session(
                 f"recording {name!r} not started: its first lines did not come within "
                 f"{options.start_timeout_s:g} s"
             )
+    except RetentionError as exc:
+        # Its first lines were dropped before they were read: a refusal the caller
+        # answers, never an error that leaves the control request unanswered.
+        await cursor.close()
+        await core.abandon(rid)
+        raise StartError(f"recording {name!r} not started: {exc}") from None
     except BaseException:
         await cursor.close()
         await core.abandon(rid)

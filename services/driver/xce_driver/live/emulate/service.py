@@ -1,53 +1,6 @@
-"""The cluster emulator over NATS: a controller and its hosts, in scaled real time.
-
-``xce-sched emulate`` plays, against the live services (``xce-bridge`` and
-``xce-core-service``), what ``xce_driver.emulator.ClusterEmulator`` plays against an
-in-process core: it publishes the configuration and the hosts, submits each job of
-the workload at its submit time (workload seconds divided by ``speed``), and answers
-the decisions forwarded on ``xce.ctl.decisions.<OP>`` as the hosts would:
-
-* ``DISPATCH``: the job runs for its run time (divided by ``speed``), then is
-  reported ``DONE``, or ``EXIT`` when its queue's run limit comes first (time
-  suspended does not count);
-* ``PREEMPT``: each victim still running is suspended and reported ``SUSP``; it
-  keeps the run time it has left;
-* ``RESUME``: the job runs its remaining time from now (nothing is reported);
-* ``PEND`` as larger than the cluster: the job is rejected (``EXIT``); a job of a
-  closed queue is refused at submission and never sent.
-
-The hosts and jobs are the cluster model's (``xce_driver.cluster.model``), the one the
-virtual-time emulator runs: submissions and finishes are entries of its agenda.
-Only time moves otherwise: the wall clock, times ``speed``, steps the agenda
-(``xce_driver.cluster.realtime.WallClock``), and a decision happens at the wall
-clock's time when it arrives. Times in the records are workload seconds: wall time
-since the start times ``speed``, from the first submission; a job's start is the
-time of the round that dispatched it (its decision's ``ts``, the bridge's wall
-clock, which must be this machine's), not before its submission nor after the
-decision arrived; it ends its run time later (time suspended aside). Decisions older
-than the emulator's start (of an earlier run) are ignored. Run it against a fresh
-core: jobids the core already knows are refused.
-
-**Refusals.** The emulator also reads ``XCE_DEADLETTER`` (``xce.deadletter.>``),
-from its end at the start, through a durable consumer of this run
-(``xce-sched-emulate-<run>-deadletters``, deleted at the end). A dead letter is
-one of this run's messages when it names the controller message: the bridge's
-dead letter has the id ``xce-bridge:ctl:<epoch>:<seq>`` itself, and the core's
-carries that id as ``event_id`` (an event of a batch), or names the event (its
-``seq`` on ``XCE_EVENTS``), whose id is that of the controller message it was made
-from; ``<seq>`` is where ``XCE_CONTROLLER`` stored the
-emulator's message (its publish acknowledgement), ``<epoch>`` that stream's
-creation time. When a message that submitted jobs is refused (e.g. ``job 47 already
-exists``: an earlier run's jobs are still in the core), none of its jobs will ever
-be decided on, so the run ends at once with ``SubmissionRefused``; the refusal of
-another message of the run (configuration, hosts) is logged as a warning.
-
-Delivery (``xce_schemas.controller``): each controller message is published to
-``XCE_CONTROLLER`` with the id ``xce-sched-emulate:<run>:<n>`` and sent again, same
-id, until the stream acknowledges it, one at a time so they stay in order; the
-decisions are read from ``XCE_CTL_DECISIONS`` in stream order through a durable
-consumer of this run (``xce-sched-emulate-<run>``, from the stream's end at the
-start, deleted at the end), and a decision id already applied is ignored. A NATS
-server restarted meanwhile loses nothing either way.
+"""``LiveEmulator``: the live emulator's run (connect, send in order, read decisions
+and dead letters) and the cluster model's controller it plays; what it does and
+the bus it uses are told in the package's docstring (``xce_driver.live.emulate``).
 """
 
 from __future__ import annotations
@@ -55,30 +8,19 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import re
 import time
 from asyncio import FIRST_COMPLETED
 from collections.abc import Sequence
-from dataclasses import dataclass
 
 import orjson
 from nats.aio.client import Client as NatsClient
 from nats.errors import Error as NatsError
 from nats.js import JetStreamContext
-from nats.js.api import AckPolicy, ConsumerConfig, DeliverPolicy
-from nats.js.errors import NotFoundError
 from pydantic import ValidationError
 from xce_kit.connection import connect_nats
 from xce_kit.publisher import publish_until_acked
-from xce_kit.reader import (
-    Delivered,
-    InOrderReader,
-    ack_last,
-    consumer_position,
-    deliveries,
-    stream_epoch,
-)
-from xce_kit.retention import check_info, consumer_done
+from xce_kit.reader import Delivered, InOrderReader, ack_last, deliveries, stream_epoch
+from xce_kit.run_reader import reader_from_now
 from xce_kit.streams import DEFAULT_LIMITS, deadletter_stream_config, ensure_stream
 from xce_kit.tasks import cancel_and_wait
 from xce_schemas import (
@@ -90,19 +32,8 @@ from xce_schemas import (
     SchedulerConfig,
     parse_decision,
 )
-from xce_schemas.bus import (
-    CORE_CHECKPOINT_KEY,
-    CORE_RECORDING_KEY,
-    CORE_SOURCE,
-    DEADLETTER_PREFIX,
-    DEADLETTER_STREAM,
-    DECISIONS_STREAM,
-    EVENTS_STREAM,
-    MSG_ID_HEADER,
-    DeadLetter,
-)
+from xce_schemas.bus import DEADLETTER_STREAM, MSG_ID_HEADER
 from xce_schemas.controller import (
-    BRIDGE_SOURCE,
     CTL_DECISIONS_STREAM,
     CTL_STREAM,
     DECISION_ID_HEADER,
@@ -122,6 +53,7 @@ from xce_driver.cluster.model import ClusterModel
 from xce_driver.cluster.realtime import WallClock
 from xce_driver.cluster.timeline import Instant
 from xce_driver.live.controller_bus import ensure_ctl_streams
+from xce_driver.live.emulate.refusals import Sent, tell_dead_letter
 from xce_driver.workloads.mapping import SimJob
 
 log = logging.getLogger("xce_driver.live.emulate")
@@ -135,59 +67,6 @@ SILENCE_S = 10.0
 #: Highest ``speed``, workload seconds per wall second (one workload second per wall
 #: ns): beyond it workload times overflow a float and nothing is gained.
 MAX_SPEED = 1e9
-#: What to do when the core refuses a job because it already has one of that id.
-#: How to empty the core of a run's jobs (the emulator's hints end with it).
-RESET_STEPS = (
-    "stop xce-bridge and xce-core-service, "
-    f"delete the streams {EVENTS_STREAM}, {DECISIONS_STREAM} and {CTL_DECISIONS_STREAM} "
-    f"and the Redis keys {CORE_CHECKPOINT_KEY} and {CORE_RECORDING_KEY}, then start them again"
-)
-EARLIER_RUN_HINT = "the core still has the jobs of an earlier run: " + RESET_STEPS
-
-#: The ``Nats-Msg-Id`` the bridge gives the event (or the dead letter) of a controller
-#: message: ``xce-bridge:ctl:<epoch>:<seq>`` (``ctl_event_msg_id``).
-_CTL_EVENT_ID = re.compile(r"xce-bridge:ctl:([0-9]+):([0-9]+)")  # fullmatch: no final "\n"
-#: Where a refusal names a job of a jobs message (``payload.jobs[3]...``, ``jobs[3]...``).
-_JOB_INDEX = re.compile(r"\bjobs\[([0-9]+)\]")
-#: A refusal's parts: ``<TYPE or kind> rejected: <field>: <why>``.
-_REJECTED = re.compile(r"^(?:event [0-9]+ of the batch: )?\S+ rejected: \S+: (.+)$")
-
-
-class SubmissionRefused(Exception):
-    """The core (or the bridge) refused a message of this run that submitted jobs:
-    none of its jobs entered the core, so no decision will ever come for them.
-
-    Attributes:
-        jobid: the job the refusal names (else the message's first job).
-        jobids: every job of the refused message, in submission order.
-        source: who refused it, the dead letter's source: ``core`` or ``bridge``.
-        reason: the dead letter's reason, as it gives it (``JOBS_PUSH rejected:
-            payload.jobs[0].jobid: job 47 already exists``).
-
-    ``str()`` is one line: the job, who refused it and why, and for a job id the core
-    already knows, what to do (``EARLIER_RUN_HINT``).
-    """
-
-    def __init__(self, jobid: int, jobids: Sequence[int], source: str, reason: str) -> None:
-        self.jobid = jobid
-        self.jobids = tuple(jobids)
-        self.source = source
-        self.reason = reason
-        match = _REJECTED.match(reason)
-        why = match.group(1) if match else reason
-        text = f"job {jobid} was refused by the {source}: {why}"
-        if source == CORE_SOURCE and why.endswith("already exists"):
-            text += f" ({EARLIER_RUN_HINT})"
-        super().__init__(text)
-
-
-@dataclass(frozen=True, slots=True)
-class _Sent:
-    """A controller message of this run the stream has: its kind and, for ``jobs``,
-    the job ids it submitted (in order)."""
-
-    kind: str
-    jobids: tuple[int, ...] = ()
 
 
 class LiveEmulator:
@@ -244,7 +123,7 @@ class LiveEmulator:
         self._applied: set[str] = set()
         #: ``XCE_CONTROLLER`` sequence → the message of this run stored there (jobs,
         #: configuration and hosts: the ones whose refusal is told).
-        self._sent: dict[int, _Sent] = {}
+        self._sent: dict[int, Sent] = {}
         #: Creation time of ``XCE_CONTROLLER`` (``stream_epoch``), read at the start.
         self._ctl_epoch = ""
 
@@ -332,19 +211,8 @@ class LiveEmulator:
         ``XCE_DEADLETTER``), from the stream's end (what an earlier run left there is
         not ours); kept across a NATS restart. A consumer that exists already must
         not be behind what the stream's limits dropped (``RetentionError``)."""
-        config = ConsumerConfig(
-            durable_name=durable,
-            deliver_policy=DeliverPolicy.NEW,
-            ack_policy=AckPolicy.ALL,
-            ack_wait=30.0,
-            inactive_threshold=3600.0,  # removed by the server if this run dies
-        )
-        info = await js.add_consumer(stream, config)
-        stream_info = await js.stream_info(stream)
-        check_info(stream_info, consumer_done(info), f"consumer {durable}")
-        position = consumer_position(info, stream_info)
         assert self._nc is not None
-        return await InOrderReader.bind(self._nc, stream, durable, position=position)
+        return await reader_from_now(self._nc, js, stream, durable)
 
     async def _watch_silence(self) -> None:
         """Say so, every ``SILENCE_S`` seconds, while no decision arrives: without a
@@ -395,7 +263,7 @@ class LiveEmulator:
                     msg_id=ctl_msg_id(CONTROLLER, self._run_id, count),
                 )
                 if kind != "job_state":
-                    self._sent[ack.seq] = _Sent(kind, jobids)
+                    self._sent[ack.seq] = Sent(kind, jobids)
             finally:
                 self._outbox.task_done()
 
@@ -414,58 +282,12 @@ class LiveEmulator:
             await ack_last(deliveries(fresh, stale))
 
     async def _on_dead_letter(self, js: JetStreamContext, item: Delivered) -> None:
-        """Tell a dead letter of one of this run's messages: raise for a jobs message,
-        warn for another; ignore the rest.
+        """Tell a dead letter (``refusals.tell_dead_letter``).
 
         Raises:
-            SubmissionRefused: it refuses a message that submitted jobs.
+            SubmissionRefused: it refuses a message of this run that submitted jobs.
         """
-        source = item.subject.removeprefix(DEADLETTER_PREFIX)
-        if source not in (CORE_SOURCE, BRIDGE_SOURCE):
-            return
-        try:
-            letter = DeadLetter.model_validate_json(item.data)
-        except ValidationError:
-            return
-        if source == BRIDGE_SOURCE:  # its id names the controller message itself
-            msg_id = item.headers.get(MSG_ID_HEADER)
-        elif letter.event_id is not None:  # an event of a batch: its own id
-            msg_id = letter.event_id
-        else:
-            msg_id = await self._event_msg_id(js, letter.seq)
-        sent = self._sent_as(msg_id)
-        if sent is None:
-            return
-        if sent.jobids:
-            match = _JOB_INDEX.search(letter.reason)
-            index = int(match.group(1)) if match else 0
-            jobid = sent.jobids[index] if index < len(sent.jobids) else sent.jobids[0]
-            raise SubmissionRefused(jobid, sent.jobids, source, letter.reason)
-        log.warning("the %s refused this run's %s message: %s", source, sent.kind, letter.reason)
-
-    async def _event_msg_id(self, js: JetStreamContext, seq: int | None) -> str | None:
-        """The ``Nats-Msg-Id`` of event ``seq`` of ``XCE_EVENTS`` (None: no such event
-        or it cannot be read)."""
-        if seq is None:
-            return None
-        try:
-            event = await js.get_msg(EVENTS_STREAM, seq=seq)
-        except NotFoundError:
-            return None
-        except NatsError as exc:
-            log.warning(
-                "event %d of %s, refused by the core, not read: %s", seq, EVENTS_STREAM, exc
-            )
-            return None
-        return (event.headers or {}).get(MSG_ID_HEADER)
-
-    def _sent_as(self, msg_id: str | None) -> _Sent | None:
-        """The message of this run a bridge id (``xce-bridge:ctl:<epoch>:<seq>``)
-        names, or None (another controller's, or not a controller message's)."""
-        match = _CTL_EVENT_ID.fullmatch(msg_id or "")
-        if match is None or match.group(1) != self._ctl_epoch:
-            return None
-        return self._sent.get(int(match.group(2)))
+        await tell_dead_letter(js, item, self._ctl_epoch, self._sent)
 
     # --- decisions -----------------------------------------------------------------------
 
