@@ -203,3 +203,61 @@ def test_run_service_names_an_unreachable_redis(capsys: pytest.CaptureFixture[st
 
     assert run_service("svc", service(), nats="nats://h:1", redis=url) == 1
     assert capsys.readouterr().err == f"svc: error: Redis at {url}: connection refused\n"
+
+
+@pytest.mark.parametrize(
+    "text",
+    ["nats://admin:s3cret@a:4222", "nats://s3cret@a:4222", "a:1, s3cret@b:2", "tls://u:s3cret@a"],
+    ids=["user and password", "token", "token without scheme", "tls"],
+)
+def test_a_nats_url_with_credentials_is_refused_without_repeating_them(text: str) -> None:
+    why = refusal(nats_url, text)
+    assert "XCE_NATS_NKEY_SEED_FILE" in why and "XCE_NATS_CREDS" in why
+    assert "s3cret" not in why
+    with pytest.raises(ValueError) as refused:
+        nats_servers(text)
+    assert "s3cret" not in str(refused.value)
+
+
+@pytest.mark.parametrize(
+    "query",
+    [
+        "user%6eame=x&pass%77ord=s3cret",
+        "PASSWORD=s3cret",
+        "Username=x",
+        "password=",
+        "ssl_password=s3cret",
+    ],
+)
+def test_a_redis_url_with_credentials_in_its_query_is_refused(query: str) -> None:
+    why = refusal(redis_url, f"rediss://h:6379/0?{query}")
+    assert "XCE_REDIS_PASSWORD_FILE" in why
+    assert "s3cret" not in why
+
+
+@pytest.mark.parametrize(
+    ("text", "key"),
+    [
+        ("redis://h:6379/0?foo=1", "foo"),
+        ("redis://h/0?socket_timeout=1&f%6fo=1", "foo"),
+        ("redis://h/0?ssl_cert_reqs=none", "ssl_cert_reqs"),
+        ("redis://core@h/0?DB=1", "DB"),
+    ],
+)
+def test_a_redis_url_with_a_query_key_redis_py_does_not_take_names_it(text: str, key: str) -> None:
+    """Such a key reached the connection's constructor: a 50-line ``TypeError``."""
+    why = refusal(redis_url, text)
+    assert why.endswith(f": unknown query parameter {key!r}")
+    assert "core@" not in why  # the user info stays out (``public_url``)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "redis://h:6379/0?db=2&socket_timeout=1.5&client_name=core",
+        "rediss://h/0?ssl_cert_reqs=none&ssl_ca_certs=/etc/ca.pem&ssl_check_hostname=false",
+        "unix:///run/redis.sock?db=1",
+    ],
+)
+def test_a_redis_url_with_query_keys_redis_py_takes_is_taken(text: str) -> None:
+    assert redis_url(text) == text

@@ -162,8 +162,19 @@ def parser() -> argparse.ArgumentParser:
         ),
         (["--stream-max-bytes", "500MB"], StreamLimits(WEEK_S, 500_000_000)),
         (["--stream-max-bytes", "1048576"], StreamLimits(WEEK_S, 2**20)),
+        (
+            ["--stream-max-age", "3155760000", "--stream-max-bytes", str(2**63 - 1)],
+            StreamLimits(3155760000.0, 2**63 - 1),
+        ),
     ],
-    ids=["defaults", "no limits", "an hour, 1 GiB, 3 copies", "decimal unit", "plain bytes"],
+    ids=[
+        "defaults",
+        "no limits",
+        "an hour, 1 GiB, 3 copies",
+        "decimal unit",
+        "plain bytes",
+        "the largest limits",
+    ],
 )
 def test_stream_options_become_limits(argv: list[str], limits: StreamLimits) -> None:
     assert stream_limits(parser().parse_args(argv)) == limits
@@ -179,6 +190,14 @@ def test_stream_options_become_limits(argv: list[str], limits: StreamLimits) -> 
         (["--stream-max-age", "-1"], "-1 is not a finite number of seconds, 0 or more"),
         (["--stream-max-age", "nan"], "nan is not a finite number of seconds, 0 or more"),
         (["--stream-max-age", "7d"], "'7d' is not a number of seconds"),
+        (["--stream-max-age", "1e100"], "max age must be 0 (forever) or 1 to 3155760000 s"),
+        (["--stream-max-age", "0.001"], "max age must be 0 (forever) or 1 to 3155760000 s"),
+        (
+            ["--stream-max-bytes", "99999999999999999999999"],
+            "-1 (no limit) or 1048576 (1MiB) to 9223372036854775807 (2**63-1) bytes",
+        ),
+        (["--stream-max-bytes", "100"], "-1 (no limit) or 1048576 (1MiB) to"),
+        (["--stream-max-bytes", "1MB"], "-1 (no limit) or 1048576 (1MiB) to"),
         (["--stream-replicas", "0"], "argument --stream-replicas: must be 1 or more, not 0"),
         (["--stream-replicas", "6"], "argument --stream-replicas: must be 5 or less, not 6"),
         (["--stream-replicas", "two"], "argument --stream-replicas: 'two' is not a whole number"),
@@ -191,6 +210,11 @@ def test_stream_options_become_limits(argv: list[str], limits: StreamLimits) -> 
         "negative age",
         "nan age",
         "age with a unit",
+        "age of 1e100 s",
+        "age of 1 ms",
+        "bytes beyond int64",
+        "a 100-byte stream",
+        "1 MB is less than 1 MiB",
         "no replica",
         "six replicas",
         "replicas in words",

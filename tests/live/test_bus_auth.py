@@ -35,9 +35,10 @@ from xce_kit.bus_config import new_seed, write_secret
 from xce_kit.bus_policy import CORE_LEASE_BUCKET
 from xce_kit.connection import connect_nats
 from xce_kit.lease import Lease
+from xce_kit.options import run_service
 from xce_kit.redis_client import redis_from_url
 from xce_kit.streams import ensure_record_stream, ensure_streams
-from xce_schemas.admin import CORE_STATUS_KEY, RECORDER_STATUS_KEY
+from xce_schemas.admin import CORE_STATUS_KEY, RECORDER_CONTROL_SUBJECT, RECORDER_STATUS_KEY
 from xce_schemas.bus import CORE_CHECKPOINT_KEY, DECISIONS_STREAM, EVENTS_STREAM
 from xce_schemas.controller import CTL_DECISIONS_STREAM, CTL_STREAM
 
@@ -356,6 +357,29 @@ def test_a_key_the_server_does_not_know_is_refused_with_one_line(
         run(connect_nats(secured.nats_url, "stranger", log))
     assert "authorization violation" in str(refused.value).lower()
     assert stranger.read_text().strip() not in str(refused.value)
+
+
+def test_a_seed_of_the_wrong_role_is_named_in_the_error_the_service_stops_with(
+    secured: SecuredBus, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The admin started with the bridge's key: its ask of the recorder is refused
+    (the server says so only to the error callback) and goes unanswered."""
+    act_as(secured, "bridge", monkeypatch)
+
+    async def admin() -> None:
+        nc = await connect_nats(secured.nats_url, "xce-admin", log)
+        try:
+            await nc.request(RECORDER_CONTROL_SUBJECT, b"{}", timeout=2)
+        finally:
+            await nc.close()
+
+    assert run_service("xce-admin", admin(), nats=secured.nats_url) == 1
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1
+    assert err.endswith(
+        f"(the server said: permission denied for publish to {RECORDER_CONTROL_SUBJECT}: "
+        "is XCE_NATS_NKEY_SEED_FILE (or XCE_NATS_CREDS) the xce-admin's seed?)\n"
+    )
 
 
 def test_a_missing_seed_file_is_named_and_nothing_connects(

@@ -8,6 +8,7 @@ fence says no. ``test_core_failover.py`` runs the real lease."""
 from __future__ import annotations
 
 import asyncio
+import logging
 import time
 
 import nats
@@ -15,6 +16,7 @@ import pytest
 from nats.js import JetStreamContext
 from nats.js.errors import NotFoundError
 from xce_driver.live.core_service import CoreService, CoreServiceOptions, LeadershipLost
+from xce_driver.live.core_service.leadership import STANDBY_NOTICE_S
 from xce_kit.auth import nats_credentials
 from xce_kit.publisher import ChainedPublisher, Outgoing, publish_until_acked
 from xce_kit.redis_client import redis_from_url
@@ -75,7 +77,7 @@ async def checkpoint_of(redis_url: str) -> bytes | None:
 
 
 def test_a_standby_waits_until_it_leads_then_makes_the_uninterrupted_stream(
-    bus: tuple[str, str],
+    bus: tuple[str, str], caplog: pytest.LogCaptureFixture
 ) -> None:
     nats_url, redis_url = bus
     events = scenario()
@@ -88,7 +90,7 @@ def test_a_standby_waits_until_it_leads_then_makes_the_uninterrupted_stream(
         async with connected(nats_url) as js:
             seqs = await publish(js, events)
             task = asyncio.create_task(service.run())
-            await asyncio.sleep(1.0)  # a standby's chance to do what it must not
+            await asyncio.sleep(STANDBY_NOTICE_S + 0.5)  # a standby's chance to misbehave
             standby = (
                 await has_consumer(js),
                 len(await read_stream(js, DECISIONS_STREAM)),
@@ -105,9 +107,12 @@ def test_a_standby_waits_until_it_leads_then_makes_the_uninterrupted_stream(
             await task
             return standby
 
-    standby = run(go())
+    with caplog.at_level(logging.INFO, "xce_driver.live.core_service.leadership"):
+        standby = run(go())
     assert standby == (False, 0, None, 0)
     assert baton.released
+    said = [r.getMessage() for r in caplog.records if r.name.endswith(".leadership")]
+    assert said == ["a standby: waiting for the lead (the lease is held by another core)"]
 
     async def stored() -> list[bytes]:
         async with connected(nats_url) as js:

@@ -14,12 +14,13 @@ import argparse
 from xce_kit.metrics import DEFAULT_METRICS_ADDR
 from xce_kit.options import (
     LOG_LEVELS,
-    byte_size,
+    MIN_STREAM_BYTES,
     log_level,
     nats_url,
     port,
     redis_url,
-    seconds_or_zero,
+    stream_max_age,
+    stream_max_bytes,
     whole,
 )
 from xce_kit.streams import DEFAULT_LIMITS, MAX_REPLICAS, StreamLimits
@@ -39,8 +40,9 @@ def add_service_arguments(
     """Add ``--nats``, ``--redis`` (when the service uses Redis), ``--metrics-port``,
     ``--metrics-addr`` (loopback by default; when it serves metrics on a port of its
     own), ``--log-level`` and (when it creates streams) the stream limits
-    ``--stream-max-age`` (s, 0 keeps forever), ``--stream-max-bytes`` (bytes, with a
-    unit or not; -1 no limit) and ``--stream-replicas``, defaulting to
+    ``--stream-max-age`` (s, 0 keeps forever; ``options.stream_max_age``),
+    ``--stream-max-bytes`` (bytes, with a unit or not; -1 no limit;
+    ``options.stream_max_bytes``) and ``--stream-replicas``, defaulting to
     ``streams.DEFAULT_LIMITS``, to ``parser``."""
     parser.add_argument(
         "--nats",
@@ -74,7 +76,7 @@ def add_service_arguments(
     limits = DEFAULT_LIMITS
     parser.add_argument(
         "--stream-max-age",
-        type=seconds_or_zero,
+        type=stream_max_age,
         default=limits.max_age_s,
         metavar="S",
         help="streams this service creates drop messages older than S seconds "
@@ -82,11 +84,12 @@ def add_service_arguments(
     )
     parser.add_argument(
         "--stream-max-bytes",
-        type=byte_size,
+        type=stream_max_bytes,
         default=limits.max_bytes,
         metavar="B",
         help="... and their oldest messages beyond B bytes each, e.g. 8GiB "
-        f"(default {limits.max_bytes}; -1: no limit); see docs/operations.md",
+        f"(default {limits.max_bytes}; at least {MIN_STREAM_BYTES}; -1: no limit); "
+        "see docs/operations.md",
     )
     parser.add_argument(
         "--stream-replicas",

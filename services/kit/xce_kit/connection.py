@@ -10,18 +10,27 @@ service authenticates the same way without an option of its own.
 from __future__ import annotations
 
 import logging
+import re
 from collections.abc import Awaitable, Callable
 
 import nats
 from nats.aio.client import Client as NatsClient
 from nats.errors import NoServersError
 
-from xce_kit.auth import nats_credentials
+from xce_kit.auth import CREDS_VAR, SEED_FILE_VAR, TLS_CA_VAR, CredentialsError, nats_credentials
+from xce_kit.options import public_url
+from xce_kit.reasons import note_denial
 
 #: Connection attempts at start before giving up.
 START_ATTEMPTS = 3
 #: Wait between two attempts, s.
 RECONNECT_WAIT_S = 0.2
+
+
+#: nats-py's text of the server's ``-ERR 'Permissions Violation for Publish to "s"'``.
+_PERMISSION_VIOLATION = re.compile(
+    r"permissions violation for (?P<op>\w+) to \"?(?P<subject>[^\"\s]+)", re.IGNORECASE
+)
 
 
 class _NoServers(NoServersError):
@@ -33,6 +42,18 @@ class _NoServers(NoServersError):
 
     def __str__(self) -> str:
         return self._text
+
+
+def _encrypted(nc: NatsClient) -> bool:
+    """Whether ``nc``'s connection runs over TLS. nats-py upgrades a ``nats://`` or
+    ``tls://`` connection only when the server asks for TLS (its INFO's
+    ``tls_required``), so a TLS context alone proves nothing; the stream's own
+    ``ssl_object`` does (nats-py has no public accessor for it)."""
+    url = nc.connected_url
+    if url is not None and url.scheme == "wss":
+        return True  # websocket over TLS from the first byte
+    writer = getattr(nc._transport, "_io_writer", None)
+    return writer is not None and writer.get_extra_info("ssl_object") is not None
 
 
 def _telling(failures: list[Exception]) -> Exception:
@@ -71,9 +92,15 @@ async def connect_nats(
             server's refusal of the credentials when there was one
             (``nats: 'Authorization Violation'``).
         nats.errors.Error, OSError: the server refused the connection.
+        xce_kit.auth.CredentialsError: TLS was asked for (an ``XCE_NATS_TLS_*``
+            variable or a ``tls://`` URL) and the server does not offer it; the
+            connection is closed (naming the server, without user info).
     """
 
-    credentials = nats_credentials().connect_options()
+    settings = nats_credentials()
+    credentials = settings.connect_options()
+    servers = [server.strip() for server in url.split(",") if server.strip()]
+    tls_wanted = settings.tls or any(s.lower().startswith("tls://") for s in servers)
     connected = False
     failures: list[Exception] = []
 
@@ -82,10 +109,16 @@ async def connect_nats(
         if not connected:
             failures.append(exc)
         log.log(logging.WARNING if connected else logging.DEBUG, "nats: %s", exc)
+        denied = _PERMISSION_VIOLATION.search(str(exc))
+        if denied:  # the service's later "no answer in time" will name it
+            note_denial(
+                f"permission denied for {denied['op'].lower()} to {denied['subject']}: is "
+                f"{SEED_FILE_VAR} (or {CREDS_VAR}) the {name}'s seed?"
+            )
 
     try:
         nc = await nats.connect(
-            [server.strip() for server in url.split(",") if server.strip()],
+            servers,
             name=name,
             max_reconnect_attempts=START_ATTEMPTS,
             reconnect_time_wait=RECONNECT_WAIT_S,
@@ -100,6 +133,13 @@ async def connect_nats(
             raise
         why = _telling(failures)
         raise _NoServers(f"{exc} (last try: {why})") from why
+    if tls_wanted and not _encrypted(nc):
+        shown = public_url(nc.connected_url.geturl()) if nc.connected_url else public_url(url)
+        await nc.close()
+        raise CredentialsError(
+            f"the NATS server at {shown} does not offer TLS, which {TLS_CA_VAR} (or another "
+            "XCE_NATS_TLS_* variable, or a tls:// URL) asks for: refusing to talk in plaintext"
+        )
     nc.options["max_reconnect_attempts"] = -1  # from now on: reconnect without end
     connected = True
     return nc

@@ -22,10 +22,10 @@ from pydantic import ByteSize, TypeAdapter, ValidationError
 from redis.asyncio.connection import parse_url
 from redis.exceptions import RedisError
 
-from xce_kit.auth import CredentialsError
+from xce_kit.auth import CREDS_VAR, SEED_FILE_VAR, CredentialsError
 from xce_kit.metrics import DEFAULT_METRICS_ADDR
-from xce_kit.reasons import root_reason
-from xce_kit.redis_client import check_redis_url
+from xce_kit.reasons import root_reason, take_denial
+from xce_kit.redis_client import check_redis_url, unknown_query_keys
 from xce_kit.retention import RetentionError
 
 #: The log levels the services take (``--log-level``).
@@ -128,21 +128,62 @@ def byte_size(text: str) -> int:
     return value
 
 
+#: The longest ``--stream-max-age``, s: a hundred years (nats-server takes the age
+#: in int64 ns, which holds about 292 years; beyond it its JSON parse fails).
+MAX_STREAM_AGE_S = 100 * 365.25 * 86400
+#: The shortest ``--stream-max-age`` but 0, s: a stream that forgets faster drops
+#: events before the services read them.
+MIN_STREAM_AGE_S = 1.0
+#: The smallest ``--stream-max-bytes`` but -1, bytes: a smaller stream drops events
+#: before the services read them, and the stack fails later in confusing ways.
+MIN_STREAM_BYTES = 2**20
+
+
+def stream_max_age(text: str) -> float:
+    """``--stream-max-age``: 0 (keep forever) or ``MIN_STREAM_AGE_S`` to
+    ``MAX_STREAM_AGE_S`` seconds (``seconds_or_zero``)."""
+    value = seconds_or_zero(text)
+    if value and not MIN_STREAM_AGE_S <= value <= MAX_STREAM_AGE_S:
+        raise argparse.ArgumentTypeError(
+            f"a stream's max age must be 0 (forever) or {MIN_STREAM_AGE_S:g} to "
+            f"{MAX_STREAM_AGE_S:.0f} s (100 years), not {text}"
+        )
+    return value
+
+
+def stream_max_bytes(text: str) -> int:
+    """``--stream-max-bytes``: -1 (no limit) or ``MIN_STREAM_BYTES`` to ``MAX_WHOLE``
+    bytes (``byte_size``; nats-server's field is a signed 64-bit number)."""
+    value = byte_size(text)
+    if value != -1 and not MIN_STREAM_BYTES <= value <= MAX_WHOLE:
+        raise argparse.ArgumentTypeError(
+            f"a stream's max bytes must be -1 (no limit) or {MIN_STREAM_BYTES} (1MiB) to "
+            f"{MAX_WHOLE} (2**63-1) bytes, not {text}"
+        )
+    return value
+
+
 def redis_url(text: str) -> str:
     """A Redis URL as redis-py reads it (``redis://``, ``rediss://`` or ``unix://``),
-    whose database, if given, is a number, and which carries no password (that comes
-    from a file: ``xce_kit.redis_client``)."""
+    whose database, if given, is a number, whose query keys redis-py takes
+    (``redis_client.unknown_query_keys``), and which carries no password or user name
+    in its query (those come from files: ``xce_kit.redis_client``). Refusals show the
+    URL without its user info (``public_url``)."""
     try:
         check_redis_url(text)
     except CredentialsError as exc:  # said before anything that would repeat the URL
         raise argparse.ArgumentTypeError(str(exc)) from None
-    refused = f"{text!r} is not a Redis URL (redis://host:port/db, rediss://, unix://)"
+    shown = public_url(text)  # a user name is not for messages either
+    refused = f"{shown!r} is not a Redis URL (redis://host:port/db, rediss://, unix://)"
     try:
         parse_url(text)
     except ValueError as exc:
         why = str(exc)  # redis-py's reason, unless it is only its list of schemes
         detail = "" if "schemes" in why else f": {why[:1].lower()}{why[1:]}"
         raise argparse.ArgumentTypeError(refused + detail) from None
+    unknown = unknown_query_keys(text)
+    if unknown:
+        raise argparse.ArgumentTypeError(f"{refused}: unknown query parameter {unknown[0]!r}")
     parts = urlsplit(text)
     database = parts.path.strip("/")
     if parts.scheme != "unix" and database and not database.isdigit():
@@ -150,15 +191,29 @@ def redis_url(text: str) -> str:
     return text
 
 
+class UserInfoInUrl(ValueError):
+    """A NATS URL carries credentials (``nats://user:pass@host``, ``nats://TOKEN@host``);
+    the message names the variables to use instead, never the secret."""
+
+
 def nats_servers(text: str) -> list[str]:
     """The servers of a ``--nats`` value: URLs separated by commas, each
     ``scheme://host:port`` (``NATS_SCHEMES``) or ``host[:port]`` (``nats://``).
 
     Raises:
+        UserInfoInUrl: one carries a user, password or token (the message does not
+            repeat it).
         ValueError: one is not a NATS URL (the message says why, e.g. ``unknown
             scheme 'http'``), or websocket and other URLs are mixed.
     """
     servers = [part.strip() for part in text.split(",")]
+    # First, so no later message repeats a secret.
+    if any("@" in server.rpartition("://")[2].partition("/")[0] for server in servers):
+        raise UserInfoInUrl(
+            "a NATS URL must not carry a user, password or token (it would show in "
+            f"process lists): name the service's key file in {SEED_FILE_VAR} or its "
+            f".creds file in {CREDS_VAR}"
+        )
     websockets = set()
     for server in servers:
         if not server:
@@ -184,6 +239,8 @@ def nats_url(text: str) -> str:
     (``nats_servers``)."""
     try:
         nats_servers(text)
+    except UserInfoInUrl as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
     except ValueError as exc:
         raise argparse.ArgumentTypeError(
             f"{text!r} is not a NATS URL (nats://host:port, tls://, ws:// or wss://; "
@@ -239,13 +296,16 @@ def run_service(
     Returns:
         0 after a clean stop; 1 when NATS or Redis cannot be reached (or a port not
         bound), after one line on stderr naming it and why in a few words
-        (``prog: error: NATS at <url>: connection refused``, ``reasons.root_reason``);
+        (``prog: error: NATS at <url>: connection refused``, ``reasons.root_reason``),
+        with the server's refusal of a subject when ``connect_nats`` saw one
+        (``reasons.take_denial``: a key of another service's role);
         2 when a stream's retention dropped messages the service had not read
         (``retention.RetentionError``: its one line).
 
     Raises:
         Whatever else the service raises (the caller maps its own errors).
     """
+    take_denial()  # a refusal seen before this run is not its reason
     try:
         asyncio.run(service)
     except RetentionError as exc:
@@ -264,6 +324,9 @@ def run_service(
         why = str(exc)
     else:
         return 0
+    denied = take_denial()
+    if denied is not None:  # the cause of the failure that shows (a request unanswered)
+        why = f"{why} (the server said: {denied})"
     print(f"{prog}: error: {why}", file=sys.stderr)
     return 1
 

@@ -45,3 +45,22 @@ def root_reason(exc: BaseException) -> str:
             return reason(seen)
         seen = seen.__cause__ or (None if seen.__suppress_context__ else seen.__context__)
     return reason(exc)
+
+
+#: The server's first refusal of a publish or subscription in this process
+#: (``connect_nats`` notes it): a service started with another service's key sees it
+#: once, then only a request that gets no answer in time. A process runs one service,
+#: so one slot; ``run_service`` clears it at start and adds it to the error it stops
+#: with.
+_denials: list[str] = []
+
+
+def note_denial(text: str) -> None:
+    """Keep ``text`` (one line naming the refused subject) unless one is kept."""
+    if not _denials:
+        _denials.append(text)
+
+
+def take_denial() -> str | None:
+    """The refusal ``note_denial`` kept (None: none), forgetting it."""
+    return _denials.pop() if _denials else None

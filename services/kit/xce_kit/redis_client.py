@@ -11,8 +11,10 @@ from __future__ import annotations
 
 import re
 from typing import Any
+from urllib.parse import parse_qs
 
 import redis.asyncio as aioredis
+from redis.asyncio.connection import URL_QUERY_ARGUMENT_PARSERS
 
 from xce_kit.auth import (
     REDIS_PASSWORD_FILE_VAR,
@@ -24,15 +26,48 @@ from xce_kit.auth import (
 #: A URL whose user part holds a password (``scheme://user:password@``), read from the
 #: text itself: a URL that does not parse may still carry one.
 _PASSWORD_IN_USERINFO = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*://[^/?#@]*:[^/?#@]*@")
+#: Query keys that name who the service is (any case; ``ssl_password`` too).
+_CREDENTIAL_KEY = re.compile(r"password|username", re.IGNORECASE)
+
+
+def url_query_keys(url: str) -> list[str]:
+    """The query keys of ``url`` as redis-py reads them: percent-decoded by
+    ``urllib.parse.parse_qs`` (so ``pass%77ord`` is ``password``), blank values kept."""
+    query = url.partition("?")[2].partition("#")[0]
+    return list(parse_qs(query, keep_blank_values=True))
+
+
+#: Query keys redis-py's asyncio client passes on as text: to every connection (its
+#: name) and to a TLS one (``rediss://``: files and checks). With those it converts
+#: (``URL_QUERY_ARGUMENT_PARSERS``), they are all it takes: any other key reaches the
+#: connection's constructor and fails there with a ``TypeError`` traceback.
+_TEXT_KEYS = frozenset({"client_name", "lib_name", "lib_version"})
+_TLS_TEXT_KEYS = frozenset(
+    {"ssl_keyfile", "ssl_certfile", "ssl_cert_reqs", "ssl_ca_certs", "ssl_ca_path", "ssl_ciphers"}
+)
+
+
+def unknown_query_keys(url: str) -> list[str]:
+    """The query keys of ``url`` (``url_query_keys``) redis-py does not take: any but
+    ``URL_QUERY_ARGUMENT_PARSERS``'s and the text ones above; ``ssl_*`` keys only on a
+    ``rediss://`` URL (a plain connection refuses them)."""
+    taken = set(URL_QUERY_ARGUMENT_PARSERS) | _TEXT_KEYS
+    if url.partition("://")[0].lower() == "rediss":
+        taken |= _TLS_TEXT_KEYS
+    else:
+        taken = {key for key in taken if not key.startswith("ssl_")}
+    return [key for key in url_query_keys(url) if key not in taken]
 
 
 def check_redis_url(url: str) -> str:
-    """``url``, when it carries no password.
+    """``url``, when it carries no password: none after the user name, and no
+    query key holding ``password`` or ``username`` (any case, percent-encoded or not).
 
     Raises:
         xce_kit.auth.CredentialsError: it carries one (the message does not repeat it).
     """
-    if _PASSWORD_IN_USERINFO.match(url) or "password=" in url.partition("?")[2]:
+    keys = url_query_keys(url)
+    if _PASSWORD_IN_USERINFO.match(url) or any(_CREDENTIAL_KEY.search(key) for key in keys):
         raise CredentialsError(
             f"a Redis URL must not carry a password (it would show in process lists): "
             f"put it in a file named by {REDIS_PASSWORD_FILE_VAR} "

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from xce_kit.arguments import DEFAULT_NATS_URL, DEFAULT_REDIS_URL
-from xce_kit.options import nats_servers
+from xce_kit.options import nats_servers, public_url
 from xce_kit.streams import NO_LIMITS, StreamLimits
 
 
@@ -71,7 +71,8 @@ class RecorderOptions:
         try:
             nats_servers(self.nats_url)
         except ValueError as exc:
-            raise ValueError(f"nats_url {self.nats_url!r} is not a NATS URL ({exc})") from None
+            shown = public_url(self.nats_url)  # never a secret in a message
+            raise ValueError(f"nats_url {shown!r} is not a NATS URL ({exc})") from None
         if not self.snapshot_interval >= 0:
             raise ValueError(f"snapshot_interval must be 0 or more, not {self.snapshot_interval}")
         if not self.fetch_batch >= 1:

@@ -23,12 +23,18 @@ the waiting and the race ``run`` makes.
 from __future__ import annotations
 
 import asyncio
+import logging
 from collections.abc import Callable, Coroutine
 from typing import Any, Protocol, TypeVar
 
 from nats.js import JetStreamContext
 from xce_kit.lease import Lease
 from xce_kit.tasks import cancel_and_wait
+
+log = logging.getLogger(__name__)
+
+#: How long a core waits for the lease before it says, once, that it is a standby, s.
+STANDBY_NOTICE_S = 1.0
 
 T = TypeVar("T")
 
@@ -136,7 +142,13 @@ async def lead(leadership: Leadership, stop: asyncio.Event) -> bool:
     acquire = asyncio.create_task(leadership.acquire())
     stopped = asyncio.create_task(stop.wait())
     try:
-        await asyncio.wait({acquire, stopped}, return_when=asyncio.FIRST_COMPLETED)
+        done, _ = await asyncio.wait(
+            {acquire, stopped}, timeout=STANDBY_NOTICE_S, return_when=asyncio.FIRST_COMPLETED
+        )
+        if not done:
+            # The operator's answer to "why does this core do nothing": it is a standby.
+            log.info("a standby: waiting for the lead (the lease is held by another core)")
+            await asyncio.wait({acquire, stopped}, return_when=asyncio.FIRST_COMPLETED)
     finally:
         led = acquire.done()
         await cancel_and_wait(stopped, acquire)  # those still running
