@@ -242,3 +242,22 @@ def test_the_status_names_the_leading_core_service(
     code, out, _ = xceadmin(capsys, server, "scheduler", "status")
     assert code == 0
     assert out.splitlines()[0].endswith(" s ago; leader core-2:1 (term 41)"), out
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["--token", "SECRET-TOKEN-1234", "scheduler", "status"],
+        ["scheduler", "status", "--token", "SECRET-TOKEN-1234"],
+        ["scheduler", "record", "start", "x", "--token=SECRET-TOKEN-1234"],
+    ],
+    ids=["before the command", "after it", "as --token=VALUE"],
+)
+def test_a_token_on_the_command_line_is_refused_wherever_it_stands_and_not_echoed(
+    argv: list[str], capsys: pytest.CaptureFixture[str]
+) -> None:
+    with pytest.raises(SystemExit) as exit_status:
+        cli.main(argv)
+    assert exit_status.value.code == 2
+    err = capsys.readouterr().err
+    assert "set XCE_ADMIN_TOKEN_FILE" in err and "SECRET-TOKEN-1234" not in err

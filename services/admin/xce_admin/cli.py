@@ -65,11 +65,15 @@ def positive_seconds(text: str) -> float:
     return value
 
 
+#: Why ``--token`` is refused.
+TOKEN_REFUSAL = (
+    "the token is not taken on the command line (it would show in the process list):"
+    " set XCE_ADMIN_TOKEN_FILE to a file holding it, or XCE_ADMIN_TOKEN"
+)
+
+
 def _no_token_option(_text: str) -> str:
-    raise argparse.ArgumentTypeError(
-        "the token is not taken on the command line (it would show in the process list):"
-        " set XCE_ADMIN_TOKEN_FILE to a file holding it, or XCE_ADMIN_TOKEN"
-    )
+    raise argparse.ArgumentTypeError(TOKEN_REFUSAL)
 
 
 def client_token(environ: Mapping[str, str]) -> str | None:
@@ -273,7 +277,13 @@ def run(args: argparse.Namespace) -> str:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run ``xceadmin``; the exit status (see the module docstring)."""
-    args = build_parser().parse_args(argv)
+    parser = build_parser()
+    given = sys.argv[1:] if argv is None else list(argv)
+    if any(arg == "--token" or arg.startswith("--token=") for arg in given):
+        # Wherever it stands (argparse would echo it as an unrecognized argument
+        # after the subcommand): refused, its value never repeated.
+        parser.error("argument --token: " + TOKEN_REFUSAL)
+    args = parser.parse_args(given)
     try:
         print(run(args))
     except CliError as exc:
