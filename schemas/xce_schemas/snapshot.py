@@ -112,13 +112,16 @@ class PreemptionDoc(WireModel):
 class ReservationDoc(WireModel):
     """Room reserved for a pending job from ``start_ts`` (ns) until ``end_ts`` (ns;
     None: no run limit) on ``hosts`` (``(host, slots)``); ``running``: how many
-    running jobs' expected ends the estimate rests on."""
+    running jobs' expected ends the estimate rests on; ``count``: slots held on no
+    host in particular (a reservation on counts, bound to hosts when the job
+    starts; left out when 0)."""
 
     jobid: JobId
     start_ts: TimestampNs
     end_ts: TimestampNs | None = None
     hosts: tuple[tuple[str, int], ...] = ()
     running: int = Field(default=0, ge=0)
+    count: int = Field(default=0, ge=0, exclude_if=lambda value: value == 0)
 
 
 class Counters(WireModel):

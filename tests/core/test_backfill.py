@@ -302,6 +302,11 @@ def upto(n: int) -> tuple[tuple[str, int], ...]:
 RESERVATION_2 = Reservation(2, 100 * NS, 110 * NS, upto(7), running=1)
 RESERVATION_3 = Reservation(3, 110 * NS, 120 * NS, upto(8), running=1)
 RESERVATION_4 = Reservation(4, 120 * NS, 130 * NS, upto(9), running=1)
+# The same under ``hybrid`` and ``conservative``, planned on counts: no host named
+# (which hosts each gets is decided when it starts).
+COUNTED_2 = Reservation(2, 100 * NS, 110 * NS, (), running=1, count=7)
+COUNTED_3 = Reservation(3, 110 * NS, 120 * NS, (), running=1, count=8)
+COUNTED_4 = Reservation(4, 120 * NS, 130 * NS, (), running=1, count=9)
 BLOCKED = [("PEND", j, "NOT_ENOUGH_SLOTS", "") for j in (2, 3, 4)]
 BEFORE_IT_ENDS = "expected to start before this job would end"
 
@@ -320,7 +325,7 @@ def test_conservative_holds_back_a_job_that_would_delay_the_second_blocked_job_e
         ("PEND", 5, "RESERVED", f"reserved for jobs 2, 3, 4, {BEFORE_IT_ENDS}"),
     ]
     reservations = conservative.core.state.reservations
-    assert [reservations[j] for j in (2, 3, 4)] == [RESERVATION_2, RESERVATION_3, RESERVATION_4]
+    assert [reservations[j] for j in (2, 3, 4)] == [COUNTED_2, COUNTED_3, COUNTED_4]
     # J5 is blocked too: it gets the next reservation, once J4's window ends.
     assert (reservations[5].start_ts, reservations[5].end_ts) == (130 * NS, 1130 * NS)
 
@@ -374,8 +379,8 @@ def test_a_job_ending_before_one_reservation_may_not_take_the_room_an_earlier_on
     if backfill is EASY:
         return
     reservations = sc.core.state.reservations
-    assert reservations[4] == Reservation(4, 20 * NS, 30 * NS, hosts("h2", "h3", "h1"), running=2)
-    assert reservations[5] == Reservation(5, 10 * NS, 20 * NS, hosts("h3", "h1"), running=1)
+    assert reservations[4] == Reservation(4, 20 * NS, 30 * NS, (), running=2, count=3)
+    assert reservations[5] == Reservation(5, 10 * NS, 20 * NS, (), running=1, count=2)
     # J3 ends at 10 as expected: J5 starts then, as reserved.
     sc.finish(3, at_s=10)
     assert round_at(sc, 10)[0] == ("DISPATCH", 5, ("h1", "h3"))
@@ -385,8 +390,8 @@ def test_a_job_ending_before_one_reservation_may_not_take_the_room_an_earlier_on
     ("backfill", "depth", "j5", "reserved"),
     [
         (EASY, None, ("DISPATCH", 5, ("h8",)), [2]),
-        (HYBRID, 1, ("DISPATCH", 5, ("h8",)), [2]),
-        (HYBRID, 2, ("DISPATCH", 5, ("h9",)), [2, 3]),
+        (HYBRID, 1, ("DISPATCH", 5, ("h7",)), [2]),
+        (HYBRID, 2, ("DISPATCH", 5, ("h7",)), [2, 3]),
         (
             HYBRID,
             3,
@@ -402,10 +407,10 @@ def test_a_job_ending_before_one_reservation_may_not_take_the_room_an_earlier_on
     ],
     ids=[
         "easy: only J2 holds room (h7), J5 takes h8",
-        "hybrid 1 is easy",
-        "hybrid 2: J2 and J3 hold h7 and h8 as under conservative, J4 gets nothing, J5 takes h9",
-        "hybrid 3: J2-J4 hold h7-h9, J5 waits with no reservation of its own",
-        "conservative: J2-J4 hold h7-h9, J5 waits and is reserved for too",
+        "hybrid 1 starts what easy starts, on the first free host (nothing is named)",
+        "hybrid 2: J2 and J3 hold 7 and 8 slots, J4 gets nothing, J5 takes h7",
+        "hybrid 3: J2-J4 hold 7-9 slots, J5 waits with no reservation of its own",
+        "conservative: J2-J4 hold 7-9 slots, J5 waits and is reserved for too",
     ],
 )
 def test_hybrid_reserves_for_the_first_depth_blocked_jobs(
@@ -418,7 +423,10 @@ def test_hybrid_reserves_for_the_first_depth_blocked_jobs(
     assert made == [*BLOCKED, j5]
     reservations = sc.core.state.reservations
     assert list(reservations) == reserved
-    expected = [RESERVATION_2, RESERVATION_3, RESERVATION_4]
+    if backfill is EASY:
+        expected = [RESERVATION_2, RESERVATION_3, RESERVATION_4]
+    else:
+        expected = [COUNTED_2, COUNTED_3, COUNTED_4]
     assert [reservations[j] for j in reserved if j < 5] == expected[: len(reserved[:3])]
 
 
@@ -530,7 +538,7 @@ def test_a_hybrid_queue_counts_its_own_depth() -> None:
     sc.round(0)
     sc.submit(*(job_spec(j, tasks=5 + j, run_limit_s=10, submit_s=1) for j in (2, 3, 4)), at_s=1)
     assert round_at(sc, 1) == BLOCKED
-    assert sc.core.state.reservations == {2: RESERVATION_2, 3: RESERVATION_3}
+    assert sc.core.state.reservations == {2: COUNTED_2, 3: COUNTED_3}
 
 
 @pytest.mark.parametrize(
@@ -571,8 +579,9 @@ def test_a_snapshot_keeps_the_reservations_and_round_trips_byte_for_byte() -> No
         "jobid": 2,
         "start_ts": 100 * NS,
         "end_ts": 110 * NS,
-        "hosts": [[f"h{i}", 1] for i in range(1, 8)],
+        "hosts": [],
         "running": 1,
+        "count": 7,
     }
     resumed: list[Decision] = []
     copy = load_snapshot(text, on_decision=resumed.append)
@@ -581,7 +590,7 @@ def test_a_snapshot_keeps_the_reservations_and_round_trips_byte_for_byte() -> No
     again = save_snapshot(copy).model_dump_json()
     assert again == text
     assert save_snapshot(load_snapshot(again, on_decision=list.append)).model_dump_json() == text
-    # Both go on alike: J1 ends at 100, J2 starts on its reserved hosts.
+    # Both go on alike: J1 ends at 100, J2 starts on the first 7 free hosts.
     mark = len(sc.decisions)
     for core in (sc.core, copy):
         core.push_event(

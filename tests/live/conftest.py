@@ -21,7 +21,7 @@ from xce_kit.redis_client import redis_from_url
 
 from tests.live.helpers import kill_leftovers, reset_bus
 from tests.live.secured import SecuredBus, secured_bus
-from tests.live.servers import ServerProcess, nats_server, redis_server
+from tests.live.servers import ServerProcess, acl_redis_server, nats_server, redis_server
 
 #: Where to look for the server binaries: PATH, then the sbin folders Debian uses.
 SEARCH_PATH = os.pathsep.join([os.environ.get("PATH", ""), "/usr/local/sbin", "/usr/sbin"])
@@ -108,6 +108,27 @@ def _secured(folder: Path, *, tls: bool) -> SecuredBus:
     bus = secured_bus(folder, nats_bin, _binary("redis-server", "redis-server"), tls=tls)
     bus.start()
     return bus
+
+
+#: ``limited_redis``'s user without MULTI, and its password.
+LIMITED_USER, LIMITED_PASSWORD = "xce-limited", "limited-password-0123"
+
+
+@pytest.fixture(scope="module")
+def limited_redis(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """The URL of a Redis server of this module's own whose ``default`` user may do
+    anything and whose ``LIMITED_USER`` (password ``LIMITED_PASSWORD``) may do
+    anything but MULTI."""
+    folder = tmp_path_factory.mktemp("limited-redis")
+    acl = folder / "users.acl"
+    acl.write_text(
+        "user default on nopass ~* &* +@all\n"
+        f"user {LIMITED_USER} on >{LIMITED_PASSWORD} ~* &* +@all -multi\n"
+    )
+    server = acl_redis_server(folder / "redis", _binary("redis-server", "redis-server"), acl)
+    server.start()
+    yield server.url + "/0"
+    server.stop()
 
 
 @pytest.fixture(scope="module")

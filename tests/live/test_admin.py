@@ -21,6 +21,7 @@ import pytest
 from xce_driver.live.publish import publish_events
 from xce_schemas import BeginRound
 
+from tests.live.conftest import LIMITED_USER
 from tests.live.helpers import NS, ServiceProcess, connected, publish, scenario, wait_until
 from tests.live.servers import ServerProcess, free_port, silent_port
 
@@ -64,6 +65,7 @@ def stack(
     ``(admin URL, recordings dir, processes)``."""
     nats_url, redis_url = bus
     recordings = workdir / "recordings"
+    recordings.mkdir()  # the admin refuses a missing one; the recorder may not have made it yet
     monkeypatch.setenv("XCE_ADMIN_TOKEN", TOKEN)
     port = free_port()
     python = sys.executable
@@ -174,18 +176,20 @@ def test_record_through_the_admin_api_and_replay_the_file(
     core, recorder, admin = procs
     assert core.terminate() == 0, core.log_text()
     assert recorder.terminate() == 0, recorder.log_text()
-    # uvicorn shuts down cleanly, then re-raises the SIGTERM it caught.
-    assert admin.terminate() in (0, -15), admin.log_text()
+    assert admin.terminate() == 0, admin.log_text()  # a clean stop, as the other services
 
 
-def admin_server_refusal(*argv: str, token: str | None) -> subprocess.CompletedProcess[str]:
+def admin_server_refusal(
+    *argv: str, token: str | None, cwd: Path | None = None, **environ: str
+) -> subprocess.CompletedProcess[str]:
     """``xce-admin`` on a free port with ``argv`` and ``XCE_ADMIN_TOKEN`` = ``token``
-    (None: unset), expected to refuse at once."""
-    env = {k: v for k, v in os.environ.items() if k != "XCE_ADMIN_TOKEN"}
+    (None: unset) and ``environ`` more, in ``cwd``, expected to refuse at once."""
+    env = {k: v for k, v in os.environ.items() if k != "XCE_ADMIN_TOKEN"} | environ
     if token is not None:
         env["XCE_ADMIN_TOKEN"] = token
     return subprocess.run(
         [sys.executable, "-m", "xce_admin.server", "--port", str(free_port()), *argv],
+        cwd=cwd,
         env=env,
         capture_output=True,
         text=True,
@@ -235,7 +239,7 @@ def test_status_and_health_fail_once_the_core_is_dead_or_gets_no_rounds(
     monkeypatch.setenv("XCE_MAX_ROUND_AGE", "3")
     port = free_port()
     url = f"http://127.0.0.1:{port}"
-    admin_argv = ["--port", str(port), "--log-level", "warning"]
+    admin_argv = ["--port", str(port), "--log-level", "warning", "--recordings-dir", str(workdir)]
     program = [sys.executable, "-m", "xce_admin.server"]
     admin = ServiceProcess(nats_url, redis_url, workdir / "admin.log", *admin_argv, program=program)
     core = ServiceProcess(nats_url, redis_url, workdir / "core.log")
@@ -330,6 +334,8 @@ def start_admin(
         str(port),
         "--log-level",
         "warning",
+        "--recordings-dir",
+        str(workdir),
         *extra,
         program=[sys.executable, "-m", "xce_admin.server"],
     )
@@ -470,3 +476,69 @@ def test_the_token_can_come_from_a_file(
         assert right.status_code == 503  # past the token: no recorder runs here
     finally:
         assert admin.terminate() in (0, -15), admin.log_text()
+
+
+def test_the_admin_server_refuses_a_recordings_folder_that_is_not_there(tmp_path: Path) -> None:
+    """It only reads the folder: a missing one would list no recordings, answered 200."""
+    missing = tmp_path / "no" / "such"
+    done = admin_server_refusal("--recordings-dir", str(missing), token=TOKEN)
+    assert done.returncode == 2, done.stderr
+    assert done.stderr == f"xce-admin: error: --recordings-dir {missing}: no such folder " + (
+        "(the recorder makes it; give the recorder's --recordings-dir)\n"
+    )
+    assert not missing.exists()
+
+
+def test_the_admin_server_refuses_a_port_in_use_in_one_line(tmp_path: Path) -> None:
+    with silent_port() as taken:
+        done = admin_server_refusal(
+            "--port", str(taken), "--recordings-dir", str(tmp_path), token=TOKEN
+        )
+    assert done.returncode == 1, done.stderr
+    assert done.stderr == (
+        f"xce-admin: error: --port {taken}: cannot listen on 127.0.0.1 port {taken}: "
+        "address already in use\n"
+    )
+
+
+def test_the_admin_server_refuses_a_redis_login_refused_and_starts_without_redis(
+    limited_redis: str, workdir: Path, nats_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A wrong password is one line naming the variables, exit 2; a Redis that does
+    not answer at start is no reason to refuse (the admin degrades, /health says so)."""
+    secret = workdir / "redis-password"
+    secret.write_text("not-the-password")
+    secret.chmod(0o600)
+    done = admin_server_refusal(
+        "--redis",
+        limited_redis,
+        "--recordings-dir",
+        str(workdir),
+        token=TOKEN,
+        XCE_REDIS_USERNAME=LIMITED_USER,
+        XCE_REDIS_PASSWORD_FILE=str(secret),
+    )
+    assert done.returncode == 2, done.stderr
+    assert done.stderr.startswith(f"xce-admin: error: Redis at {limited_redis} refused the login")
+    assert done.stderr.endswith(
+        "check XCE_REDIS_USERNAME, XCE_REDIS_PASSWORD_FILE and the user's rights (ACL)\n"
+    )
+    assert done.stderr.count("\n") == 1 and "not-the-password" not in done.stderr
+    monkeypatch.setenv("XCE_ADMIN_TOKEN", TOKEN)
+    port = free_port()
+    admin = ServiceProcess(
+        nats_url,
+        f"redis://127.0.0.1:{free_port()}/0",  # nothing listens there
+        workdir / "admin.log",
+        *("--port", str(port), "--recordings-dir", str(workdir)),
+        program=[sys.executable, "-m", "xce_admin.server"],
+    )
+
+    def health() -> int | None:
+        assert admin.exited() is None, admin.log_text()
+        with contextlib.suppress(httpx.TransportError):
+            return httpx.get(f"http://127.0.0.1:{port}/health", timeout=10).status_code
+        return None
+
+    assert poll(health, "the admin API without Redis") == 503
+    assert admin.terminate() == 0, admin.log_text()

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.live.conftest import LIMITED_PASSWORD, LIMITED_USER
 from tests.live.servers import ServerProcess, free_port
 from tests.recorder.test_recorder_cli import one_line, recorder
 
@@ -48,3 +49,39 @@ def test_a_nats_server_without_jetstream_is_one_line(
         f"xce-recorder: error: NATS at {plain.url}: JetStream is not enabled "
         "(start nats-server with -js)"
     )
+
+
+@pytest.mark.nats
+@pytest.mark.redis
+@pytest.mark.parametrize(
+    ("password", "refusal"),
+    [
+        (LIMITED_PASSWORD, "refused a command (NOPERM"),
+        ("not-the-password", "refused the login (invalid username-password pair"),
+    ],
+    ids=["a user without MULTI", "a wrong password"],
+)
+def test_a_redis_refusal_at_start_is_one_line_and_exit_2(
+    nats_url: str,
+    limited_redis: str,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    password: str,
+    refusal: str,
+) -> None:
+    """Not a warning every heartbeat forever: trying again will not help."""
+    secret = tmp_path / "redis-password"
+    secret.write_text(password)
+    secret.chmod(0o600)
+    monkeypatch.setenv("XCE_REDIS_USERNAME", LIMITED_USER)
+    monkeypatch.setenv("XCE_REDIS_PASSWORD_FILE", str(secret))
+    done = recorder(
+        "--nats", nats_url, "--redis", limited_redis, "--recordings-dir", str(tmp_path / "r")
+    )
+    assert done.returncode == 2, done.stderr
+    line = one_line(done.stderr)
+    assert line.startswith(f"xce-recorder: error: Redis at {limited_redis} {refusal}"), line
+    assert line.endswith(
+        "check XCE_REDIS_USERNAME, XCE_REDIS_PASSWORD_FILE and the user's rights (ACL)"
+    )
+    assert password not in line

@@ -15,15 +15,22 @@ service takes them.
 from __future__ import annotations
 
 import argparse
+import asyncio
+import contextlib
+import errno
 import os
+import socket
 import sys
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 import uvicorn
+from redis.exceptions import RedisError
 from xce_kit.arguments import add_service_arguments
 from xce_kit.auth import CredentialsError, nats_credentials
 from xce_kit.options import OneLineParser, log_to_stderr, port, seconds, whole
+from xce_kit.reasons import reason
+from xce_kit.redis_client import redis_from_url, redis_refusal
 
 from xce_admin.app import create_app
 from xce_admin.models import MAX_ROUND_AGE_S
@@ -74,11 +81,73 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def folder_problem(path: Path) -> str | None:
+    """Why the recordings folder ``path`` cannot be read, or None. The admin only
+    reads it, so a missing one is refused rather than made (the recorder makes it)."""
+    if not path.exists():
+        return "no such folder (the recorder makes it; give the recorder's --recordings-dir)"
+    if not path.is_dir():
+        return "not a folder"
+    if not os.access(path, os.R_OK | os.X_OK):
+        return "not readable"
+    return None
+
+
+def redis_login_refused(redis_url: str, timeout_s: float = 5.0) -> str | None:
+    """One PING at ``redis_url`` as the environment says to log in; why the login was
+    refused (``xce_kit.redis_client.redis_refusal``'s line), or None when it answers
+    or cannot be reached (the admin then starts degraded, as when Redis goes later)."""
+
+    async def ping() -> str | None:
+        client = redis_from_url(redis_url, socket_connect_timeout=timeout_s)
+        try:
+            await asyncio.wait_for(client.ping(), timeout_s)
+        except (RedisError, OSError) as exc:
+            return redis_refusal(redis_url, exc)  # None: not reachable now, degrade
+        finally:
+            await client.aclose()
+        return None
+
+    return asyncio.run(ping())
+
+
+def listen(host: str, port_number: int) -> socket.socket:
+    """A socket listening on ``host:port_number`` for uvicorn (bound here, so that a
+    port in use is one line rather than uvicorn's traceback and exit 3).
+
+    Raises:
+        OSError: one line naming the option at fault and why.
+    """
+    try:
+        family = socket.AF_INET6 if ":" in host else socket.AF_INET
+        return socket.create_server((host, port_number), family=family)
+    except OSError as exc:
+        addr_at_fault = isinstance(exc, socket.gaierror) or exc.errno == errno.EADDRNOTAVAIL
+        option = f"--host {host}" if addr_at_fault else f"--port {port_number}"
+        raise OSError(
+            f"{option}: cannot listen on {host} port {port_number}: {reason(exc)}"
+        ) from None
+
+
+class _Server(uvicorn.Server):
+    """uvicorn's server, except that a SIGTERM or SIGINT after which it shut down
+    cleanly ends the process with status 0 (as the other services), not by the
+    signal uvicorn raises again."""
+
+    @contextlib.contextmanager
+    def capture_signals(self) -> Iterator[None]:
+        """uvicorn's signal handling, minus raising the caught signal again."""
+        with super().capture_signals():
+            yield
+            self._captured_signals.clear()
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    """Serve the admin API until SIGINT or SIGTERM; exit status 2 when the token is
-    missing, short or unreadable, a NATS or Redis credential the environment names
-    cannot be used, or an option is bad. After a clean shutdown
-    uvicorn re-raises the signal that stopped it, so the status is that signal's."""
+    """Serve the admin API until SIGINT or SIGTERM (then exit status 0); exit status 2
+    when the token is missing, short or unreadable, a NATS or Redis credential the
+    environment names cannot be used or Redis refuses the login, the recordings
+    folder cannot be read, or an option is bad; 1 when the port cannot be listened
+    on."""
     args = build_parser().parse_args(argv)
     try:
         settings = AdminSettings(
@@ -93,12 +162,25 @@ def main(argv: Sequence[str] | None = None) -> int:
         # Checked now, so that a credential that cannot be used is one line at start
         # rather than a 503 on every request that needs NATS.
         nats_credentials(os.environ)
+        problem = folder_problem(args.recordings_dir)
+        if problem:
+            raise ConfigError(f"--recordings-dir {args.recordings_dir}: {problem}")
+        refused = redis_login_refused(args.redis)
+        if refused:
+            raise ConfigError(refused)
         app = create_app(settings)
     except (ConfigError, CredentialsError) as exc:
         print(f"xce-admin: error: {exc}", file=sys.stderr)
         return 2
+    try:
+        sock = listen(args.host, args.port)
+    except OSError as exc:
+        print(f"xce-admin: error: {exc}", file=sys.stderr)
+        return 1
     log_to_stderr(args.log_level)
-    uvicorn.run(app, host=args.host, port=args.port, log_level=args.log_level.lower())
+    config = uvicorn.Config(app, host=args.host, port=args.port, log_level=args.log_level.lower())
+    with sock:
+        _Server(config).run(sockets=[sock])
     return 0
 
 

@@ -68,7 +68,7 @@ from xce_core.plugins import (
 )
 from xce_core.prediction import NoEstimate, expected_start, no_estimate
 from xce_core.preempt.preemptor import Preemptor
-from xce_core.resreq.model import EMPTY
+from xce_core.resreq.model import is_plain
 from xce_core.resreq.parser import parse_resreq
 from xce_core.session import Session, SessionState
 from xce_core.state import (
@@ -757,7 +757,7 @@ class SchedCore:
         """Allocate ``job`` on the real state and hold what it gets, or say why not
         (the session's allocate step)."""
         state = self.state
-        if job.request is EMPTY:
+        if is_plain(job.request):
             outcome = allocate_primary(
                 job, state.host_order, state.free_index, state.capacity, self.view.check_cancel
             )

@@ -40,7 +40,7 @@ from xce_core.errors import SessionCancelled
 from xce_core.preempt.preemptor import DROP, FINAL, Plan
 from xce_core.preempt.resume import suspended_by_preemption
 from xce_core.readiness import exceeds_limits, limit_hold, queue_hold
-from xce_core.resreq.model import EMPTY
+from xce_core.resreq.model import is_plain
 from xce_core.state import Job, Queue
 
 if TYPE_CHECKING:
@@ -170,8 +170,8 @@ class Session:
                 # From here the job's decision is made whole: no cancellation point.
                 core.cancellable = False
                 self._decide(job, outcome, plan)
-                if plan is FINAL and core.parking is not None:
-                    if outcome is SHORT:
+                if plan.final and core.parking is not None:
+                    if outcome == SHORT:
                         self._park(job, queue, None)
                     elif outcome.__class__ is Unsatisfied:
                         if outcome.code is PendingCode.RESERVED:
@@ -193,7 +193,9 @@ class Session:
         free slots were none held (``ReservationBook.reserved_room``). The rest as
         ``_park``."""
         book = self.state.book
-        if book is not None and job.request is EMPTY and book.closed_to_all(job):
+        # (Around reservations on counts, the free slots alone do not tell.)
+        plain = is_plain(job.request)
+        if book is not None and plain and not book.counted and book.closed_to_all(job):
             names = book.reserved_room()[0]
             if names >= 0:  # (none while a domain still reserves: it might be next)
                 self._park(job, queue, (names, book.end_of(job)))
@@ -226,7 +228,7 @@ class Session:
         decision, and change nothing.
         """
         if (
-            job.request is EMPTY
+            is_plain(job.request)
             and not queue.preemptible_queues
             and not queue.limited
             and not queue.windows
@@ -252,7 +254,7 @@ class Session:
         # at once; a twin's verdict could be stale, and a parked job's would differ
         # from what parking assumes (DESIGN "Incremental rounds").
         preempting = job.jobid in self.core.state.preemptions
-        cacheable = self.state.book is None or job.request is not EMPTY
+        cacheable = self.state.book is None or not is_plain(job.request)
         fingerprint = self._fingerprint(job, queue) if cacheable else None
         cached = None if fingerprint is None or preempting else self._cached(fingerprint)
         if cached is not None:
@@ -267,7 +269,7 @@ class Session:
             unsatisfied, plan = self._preempt(job, queue, unsatisfied)
         if fingerprint is not None and plan.cache and self.core.unsatisfiable_cache:
             self.state.unsatisfiable[fingerprint] = unsatisfied
-        if plan is FINAL:
+        if plan.final:
             self._reserve(job, queue, unsatisfied)
         return unsatisfied, plan
 
@@ -277,6 +279,13 @@ class Session:
         book = self.state.book
         if book is None or not (book.reservations or job.jobid in book.previous):
             return self.core.allocate(job, self.state)
+        if book.delays(job):  # it would delay a reservation on counts
+            if not is_plain(job.request):
+                outcome = book.trial(job, lambda: self.core.allocate(job, self.state))
+                return book.reserved_for(job) if outcome.__class__ is JobAlloc else outcome
+            if book.unreserved_free() < job.tasks:
+                return self.core.allocate(job, self.state)  # too few slots, reserved or not
+            return book.reserved_for(job)
         if book.cannot_fit(job):  # known by counting: nothing is taken to find it out
             if book.unreserved_free() < job.tasks:
                 return self.core.allocate(job, self.state)  # too few slots, reserved or not
@@ -360,7 +369,7 @@ class Session:
             core.picker.on_dispatch(job.jobid)
             core.on_decision(Dispatch(ts=ts, jobid=job.jobid, alloc=outcome))
             return
-        if plan is not FINAL and (preempt := core.preemptor.carry_out(job, plan, self.state)):
+        if plan != FINAL and (preempt := core.preemptor.carry_out(job, plan, self.state)):
             core.on_decision(preempt)
         reason = core.reason(cast(Unsatisfied, outcome))
         last = job.pend_reason

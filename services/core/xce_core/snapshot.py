@@ -147,6 +147,7 @@ def _save(core: SchedCore) -> CoreSnapshot:
                 end_ts=r.end_ts,
                 hosts=r.hosts,
                 running=r.running,
+                count=r.count,
             )
             for r in state.reservations.values()
         ),
@@ -335,7 +336,7 @@ def _load(
         p.preemptor: Preemption(p.preemptor, p.victims, p.session) for p in snapshot.preemptions
     }
     state.reservations = {
-        r.jobid: Reservation(r.jobid, r.start_ts, r.end_ts, r.hosts, r.running)
+        r.jobid: Reservation(r.jobid, r.start_ts, r.end_ts, r.hosts, r.running, r.count)
         for r in snapshot.reservations
     }
     state.unplanned = snapshot.unplanned

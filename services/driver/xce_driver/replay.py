@@ -733,7 +733,10 @@ def start_estimate(core: SchedCore, jobid: int) -> str:
     reservation = core.expected_start(jobid)
     if reservation is not None:
         hosts = len({host for host, _ in reservation.hosts})
-        text = f"expected to start at {format_ts(reservation.start_ts)} on {_count(hosts, 'host')}"
+        where = _count(hosts, "host")
+        if reservation.count:  # a reservation on counts: hosts are chosen at its start
+            where = _count(reservation.slots, "slot") + (f" ({where} named)" if hosts else "")
+        text = f"expected to start at {format_ts(reservation.start_ts)} on {where}"
         text += " (reserved)"
         if reservation.running:
             text += (

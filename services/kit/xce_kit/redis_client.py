@@ -15,6 +15,7 @@ from urllib.parse import parse_qs
 
 import redis.asyncio as aioredis
 from redis.asyncio.connection import URL_QUERY_ARGUMENT_PARSERS
+from redis.exceptions import AuthenticationError, ResponseError
 
 from xce_kit.auth import (
     REDIS_PASSWORD_FILE_VAR,
@@ -92,3 +93,29 @@ def redis_from_url(url: str, **kwargs: Any) -> aioredis.Redis:
         if credentials.username is not None:
             options["username"] = credentials.username
     return aioredis.Redis.from_url(check_redis_url(url), **options)
+
+
+#: Redis error texts that mean the login or the user's rights were refused.
+_REFUSED_PREFIXES = ("WRONGPASS", "NOAUTH", "NOPERM")
+#: What a transaction (``pipeline(transaction=True)``) raises when MULTI was refused.
+_MULTI_REFUSED = "EXEC without MULTI"
+
+
+def redis_refusal(url: str, exc: BaseException) -> str | None:
+    """One line saying Redis at ``url`` refused the service's login or a command to
+    its user, naming the variables that choose who it is; None when ``exc`` is no
+    such refusal (a refusal will not go away by trying again; an outage may)."""
+    first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+    if isinstance(exc, AuthenticationError):
+        what = "refused the login"
+    elif isinstance(exc, ResponseError) and first.startswith(_REFUSED_PREFIXES):
+        what = "refused a command" if first.startswith("NOPERM") else "refused the login"
+    elif isinstance(exc, ResponseError) and first == _MULTI_REFUSED:
+        # redis-py's transaction drops MULTI's NOPERM and reports only EXEC's error.
+        what, first = "refused a command", "NOPERM: the user may not run MULTI"
+    else:
+        return None
+    return (
+        f"Redis at {url} {what} ({first}): check {REDIS_USERNAME_VAR}, "
+        f"{REDIS_PASSWORD_FILE_VAR} and the user's rights (ACL)"
+    )

@@ -30,7 +30,7 @@ from xce_kit.options import (
 from xce_kit.reasons import reason
 from xce_schemas.admin import RECORDER_CONTROL_SUBJECT
 
-from xce_recorder.config import RecorderOptions
+from xce_recorder.config import RecorderOptions, RefusedError
 from xce_recorder.metrics import RecorderMetrics
 from xce_recorder.service import RecorderService
 
@@ -115,7 +115,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Run the recorder until SIGTERM or SIGINT (a recording on is finished and
     exported first); exit status 0 after a clean stop, 2 on a bad option, 1 when a
     server cannot be reached, the metrics endpoint not served or the recordings
-    folder not made: always after one line on stderr naming it, never a traceback."""
+    folder not made; 2 when Redis refuses the login or the user's rights: always
+    after one line on stderr naming it, never a traceback."""
     args = build_parser().parse_args(argv)
     log_to_stderr(args.log_level)
     options = RecorderOptions(
@@ -134,4 +135,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     metrics = RecorderMetrics()
     service = RecorderService(options, metrics=metrics)
     serving = serve(service, metrics, args.metrics_port, args.metrics_addr)
-    return run_service(PROG, serving, nats=args.nats, redis=args.redis)
+    try:
+        return run_service(PROG, serving, nats=args.nats, redis=args.redis)
+    except RefusedError as exc:  # a login or right refused: configuration, as options
+        print(f"{PROG}: error: {exc}", file=sys.stderr)
+        return 2

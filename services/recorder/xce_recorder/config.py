@@ -12,6 +12,12 @@ from xce_kit.options import nats_servers, public_url
 from xce_kit.streams import NO_LIMITS, StreamLimits
 
 
+class RefusedError(Exception):
+    """Redis refused the recorder's login or a command its user lacks the right to
+    run, when it starts: trying again will not help; the message is one line naming
+    the variables to fix (``xce_kit.redis_client.redis_refusal``)."""
+
+
 class ConnectError(OSError):
     """A server that cannot be reached when the recorder starts: the message names it
     and says why in one line (``NATS at nats://127.0.0.1:1 did not answer within

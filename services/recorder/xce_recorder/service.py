@@ -115,6 +115,7 @@ class RecorderService:
             nats.errors.Error: NATS cannot be reached, has no JetStream
                 (``ServiceUnavailableError``) or fails while the recorder gets ready.
             redis.exceptions.RedisError: Redis cannot be reached or fails so.
+            RefusedError: Redis refused the login or the status transaction.
             OSError: the recordings folder cannot be created.
         """
         if stop is not None:
@@ -131,7 +132,7 @@ class RecorderService:
             try:
                 await ensure_record_stream(self._js, options.limits)
                 await self._recover()
-                await self._save_status()
+                await self._save_status(first=True)
                 sub = await subscribe_control(nc, self.handle, self._reply)
                 try:
                     await self._loop()
@@ -243,10 +244,10 @@ class RecorderService:
             )
         return status.model_copy(update={"heartbeat": time.time()})
 
-    async def _save_status(self) -> None:
+    async def _save_status(self, *, first: bool = False) -> None:
         assert self._store is not None
         self.status = self._current()
-        await self._store.write_status(self.status)
+        await self._store.write_status(self.status, first=first)
 
     # --- start -----------------------------------------------------------------------
 

@@ -25,7 +25,7 @@ from pathlib import Path
 import redis.asyncio as aioredis
 from pydantic import ValidationError
 from redis.exceptions import RedisError
-from xce_kit.redis_client import redis_from_url
+from xce_kit.redis_client import redis_from_url, redis_refusal
 from xce_schemas.admin import (
     RECORDER_STATUS_KEY,
     RecorderStatus,
@@ -36,7 +36,7 @@ from xce_schemas.admin import (
     to_hash,
 )
 
-from xce_recorder.config import ConnectError
+from xce_recorder.config import ConnectError, RefusedError
 from xce_recorder.cursor import RecordLine
 from xce_recorder.metrics import RecorderMetrics
 from xce_recorder.sink import export_stream
@@ -59,6 +59,8 @@ class RecordingStore:
         self.client = client
         self.recordings_dir = recordings_dir
         self.metrics = metrics
+        #: Where Redis is, for the message of a refusal (``connect`` sets it).
+        self.url = "Redis"
 
     @classmethod
     async def connect(
@@ -68,7 +70,8 @@ class RecordingStore:
 
         Raises:
             ConnectError: Redis did not answer within ``timeout_s`` seconds.
-            redis.exceptions.RedisError: it cannot be reached or refuses.
+            RefusedError: it refused the login (wrong user or password).
+            redis.exceptions.RedisError: it cannot be reached or fails.
             xce_kit.auth.CredentialsError: its password file cannot be read.
         """
         client = redis_from_url(url)  # authenticated as the environment says
@@ -80,21 +83,35 @@ class RecordingStore:
                 raise ConnectError(
                     f"Redis at {url} did not answer within {timeout_s:g} s"
                 ) from None
+            refusal = redis_refusal(url, exc)
+            if refusal is not None:
+                raise RefusedError(refusal) from None
             raise
-        return cls(client, recordings_dir, metrics)
+        store = cls(client, recordings_dir, metrics)
+        store.url = url
+        return store
 
     async def close(self) -> None:
         """Close the Redis client."""
         await self.client.aclose()
 
-    async def write_status(self, status: RecorderStatus) -> None:
+    async def write_status(self, status: RecorderStatus, *, first: bool = False) -> None:
         """Replace the status hash with ``status``; a Redis failure is logged only (the
-        next write, at least every heartbeat, puts it right)."""
+        next write, at least every heartbeat, puts it right), except on the ``first``
+        write, at start, where a command the user may not run is fatal.
+
+        Raises:
+            RefusedError: ``first``, and Redis refused the transaction to the user
+                (NOPERM: it would be refused every heartbeat and every recording).
+        """
         try:
             async with self.client.pipeline(transaction=True) as tx:
                 _set_status(tx, status)
                 await tx.execute()
         except RedisError as exc:
+            refusal = redis_refusal(self.url, exc) if first else None
+            if refusal is not None:
+                raise RefusedError(refusal) from None
             log.warning("status not written: %s", exc)
 
     async def append(self, key: str, lines: list[RecordLine], status: RecorderStatus) -> None:

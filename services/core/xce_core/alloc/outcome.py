@@ -64,8 +64,11 @@ class Reservation:
         start_ts: when the job is expected to start, ns.
         end_ts: when it is expected to end (start + run limit), ns; None: no run
             limit, it holds the room from its start on.
-        hosts: ``(host, slots)`` it is expected to start on, in the order taken.
+        hosts: ``(host, slots)`` it is expected to start on, in the order taken
+            (none for a reservation on counts).
         running: how many running jobs' expected ends the estimate rests on.
+        count: slots held on no host in particular: a reservation on counts
+            (``backfill.profile``), whose hosts are chosen when the job starts.
     """
 
     jobid: int
@@ -73,6 +76,7 @@ class Reservation:
     end_ts: int | None
     hosts: tuple[tuple[str, int], ...]
     running: int = 0
+    count: int = 0
 
     @property
     def until(self) -> int:
@@ -86,4 +90,4 @@ class Reservation:
     @property
     def slots(self) -> int:
         """Slots it holds in all."""
-        return sum(slots for _, slots in self.hosts)
+        return sum(slots for _, slots in self.hosts) + self.count

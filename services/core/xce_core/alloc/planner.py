@@ -50,6 +50,10 @@ from xce_core.state import ClusterState, Host, Job
 #: positions in host order (``ClusterState.host_order``).
 Freed = tuple[list[str], list[int]]
 
+#: ``room(at ns, length ns, tasks)``: whether reservations on counts leave ``tasks``
+#: slots free over ``[at, at + length)`` (``backfill.ReservationBook``).
+Room = Callable[[int, int, int], bool]
+
 #: For running jobs, ``Freed`` by jobid with the allocation it was read from (valid
 #: while that allocation is the job's and the hosts keep their shape).
 Frees = dict[int, tuple[JobAlloc, Freed]]
@@ -114,6 +118,7 @@ class Planner:
         phantom: dict[str, int],
         check_cancel: Callable[[], None],
         before: int = FOREVER,
+        room: Room | None = None,
     ) -> Reservation | None:
         """The earliest start of ``job`` from now on, and the hosts it would take.
 
@@ -125,6 +130,9 @@ class Planner:
                 by host (lifted during the search: their windows stand for them).
             check_cancel: the session's cancellation point.
             before: only a start before this instant is looked for (ns).
+            room: ``room(at, length, tasks)``: whether reservations on counts
+                (``backfill.profile``) leave ``tasks`` slots over ``[at, at +
+                length)``; None: there are none. A start must have that room too.
 
         Returns:
             Its reservation, or None when it fits at no instant in view before
@@ -136,7 +144,7 @@ class Planner:
         state, ends, now = self.state, self._ends, self.now
         if self._counted is not None and request == EMPTY:
             return self._counted.earliest_start(
-                job, run_ns, reservations, phantom, check_cancel, before
+                job, run_ns, reservations, phantom, check_cancel, before, room
             )
         length = FOREVER if run_ns is None else run_ns
         times = _instants(now, ends, reservations, before)
@@ -160,6 +168,8 @@ class Planner:
                 window.move(at, freed)
                 if window.free_slots() < job.tasks:
                     continue  # too few slots for any allocation: the state need not move
+                if room is not None and not room(at, length, job.tasks):
+                    continue  # it would delay a reservation on counts
                 window.apply()
                 alloc = allocate_job(job, request, state, check_cancel, self._build)
                 if isinstance(alloc, JobAlloc):
@@ -476,11 +486,12 @@ class _Counted:
         phantom: dict[str, int],
         check_cancel: Callable[[], None],
         before: int,
+        room: Room | None = None,
     ) -> Reservation | None:
         """As ``Planner.earliest_start`` (the same arguments and result)."""
         state, tasks, now = self.state, job.tasks, self.now
         length = FOREVER if run_ns is None else run_ns
-        if not reservations and not phantom:
+        if not reservations and not phantom and room is None:
             return self._first_fit(job, run_ns, check_cancel, before)
         count = state.free_index.total_free + sum(phantom.values())  # free now
         if len(reservations) >= _PRUNE_FROM:
@@ -505,6 +516,8 @@ class _Counted:
                 continue
             held = self._held(at, at + length, shapes, set(freed), phantom)
             if len(freed) + count - len(held) < tasks:
+                continue
+            if room is not None and not room(at, length, tasks):
                 continue
             hosts = self._take(tasks, freed, held, phantom)
             end = None if run_ns is None else at + run_ns

@@ -45,6 +45,14 @@ class Plan:
     victims: tuple[int, ...] = ()
     ignored: tuple[int, ...] = ()
 
+    @property
+    def final(self) -> bool:
+        """Whether the failure stands this session and nothing is in flight for the
+        job: no preemption started, waited for or given up (a record dropped with
+        it is all there is to carry out). The job then takes its reservation, as
+        any blocked job of its policy, and may be parked."""
+        return self.cache
+
 
 #: The failure stands and is cached; nothing else to do.
 FINAL = Plan(cache=True)

@@ -200,6 +200,13 @@ Resreq = Primary | Compound | Alter
 EMPTY = Primary()
 
 
+def is_plain(request: Resreq) -> bool:
+    """Whether ``request`` asks for slots only (no select, order, rusage, span or
+    same): equal to ``EMPTY``, by identity first (requests are interned), then by
+    value. Such a job fits wherever enough slots are free."""
+    return request is EMPTY or (request.__class__ is Primary and request == EMPTY)
+
+
 class ResreqErrorKind(StrEnum):
     """Why a request string was refused."""
 

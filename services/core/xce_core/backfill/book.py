@@ -22,6 +22,7 @@ takes it before unreserved room (the index offers those hosts first).
 
 from __future__ import annotations
 
+import bisect
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field, replace
 from itertools import count
@@ -31,7 +32,8 @@ from xce_schemas import BackfillPolicy, HostStatus, JobAlloc, JobState, PendingC
 
 from xce_core.alloc.outcome import FOREVER, Reservation, Unsatisfied
 from xce_core.alloc.planner import Frees, Planner
-from xce_core.resreq.model import EMPTY, Resreq
+from xce_core.backfill.profile import FreeProfile
+from xce_core.resreq.model import Resreq, is_plain
 from xce_core.runtime import effective_run_limit_s, expected_end_ns
 from xce_core.state import ClusterState, Job, Queue
 
@@ -76,6 +78,13 @@ _DEPTH = {
 }
 
 
+#: The policies that plan a plain job's reservation on counts (``profile``): hosts
+#: bound when it starts. ``easy`` and ``strict`` name hosts when they plan (the
+#: one reservation they make takes busy-now hosts first, the textbook's extra
+#: slots), as the first releases did.
+_ON_COUNTS = frozenset({BackfillPolicy.HYBRID, BackfillPolicy.CONSERVATIVE})
+
+
 @dataclass(frozen=True, slots=True)
 class Policy:
     """A job's backfill policy: its name, its reservation depth, and the domain
@@ -84,6 +93,12 @@ class Policy:
     name: BackfillPolicy
     depth: int
     domain: str | None
+
+    @property
+    def on_counts(self) -> bool:
+        """Whether a plain job's reservation is a count of slots over its window
+        (``backfill.profile``), its hosts chosen when it starts."""
+        return self.name in _ON_COUNTS
 
 
 def policy_of(state: ClusterState, queue: Queue) -> Policy:
@@ -150,6 +165,9 @@ class PlanMemo:
     chain_ids: Iterator[int] = field(default_factory=lambda: count(1))
     frees: Frees = field(default_factory=dict)
     hosts_version: int = -1
+    #: For running jobs, the slots each gives back on ending on hosts that take
+    #: jobs: ``jobid → (allocation, slots)``, valid as ``frees`` is.
+    gives_back: dict[int, tuple[JobAlloc, int]] = field(default_factory=dict)
 
     def number(self, last: dict[_Link, int], made: dict[_Link, int], link: _Link) -> int:
         """The number of a chain (or names) extended by ``link``: the last session's
@@ -165,10 +183,14 @@ class PlanMemo:
         frees = self.frees
         if self.hosts_version != state.hosts_version:
             frees.clear()
+            self.gives_back.clear()
             self.hosts_version = state.hosts_version
         elif len(frees) > 2 * len(state.running) + 1024:
             running = state.running
             self.frees = {jobid: pair for jobid, pair in frees.items() if jobid in running}
+        if len(self.gives_back) > 2 * len(state.running) + 1024:
+            running = state.running
+            self.gives_back = {j: pair for j, pair in self.gives_back.items() if j in running}
 
 
 @dataclass(slots=True)
@@ -232,6 +254,13 @@ class ReservationBook:
     # held by two at once), by id: planned by counting, or kept and checked; the
     # planner prunes its search by a count of them (``alloc.planner._Counted``).
     fit: dict[int, Reservation] = field(default_factory=dict)
+    #: Free slots over time less every reservation and every job started since it
+    #: was made (``profile``): made with the first reservation on counts.
+    profile: FreeProfile | None = None
+    #: Reservations on counts made this session: while there is one, a job starts
+    #: only when the profile has its slots over its whole window (it delays none).
+    counted: int = 0
+    _end_times: list[int] = field(default_factory=list)  # running jobs' expected ends, ns
 
     def __post_init__(self) -> None:
         self.memo.begin(self.state)
@@ -265,14 +294,18 @@ class ReservationBook:
         Raises:
             SessionCancelled: the session was cancelled (nothing was held).
         """
+        if policy.on_counts and _plain(job):
+            return self._reserve_on_counts(job, policy)
         state = self.state
         run_ns = run_limit_ns(state, job)
         key: tuple[object, ...] | None = None
-        if request == EMPTY and not state.multi_slot_hosts:
+        if is_plain(request) and not state.multi_slot_hosts and not self.counted:
             key = (job.jobid, job.tasks, run_ns, state.plan_version, state.hosts_version)
             key += (self._chain,)
         # The job's reservation of the last round (kept on slots only: plain jobs).
-        kept = self.previous.get(job.jobid) if request is EMPTY else None
+        kept = self.previous.get(job.jobid) if is_plain(request) else None
+        if kept is not None and kept.count:
+            kept = None  # (planned on counts under another policy: nothing to keep)
         before = _bound(kept, policy)
         fits: bool | None = None  # whether ``kept`` still fits, once known
         plan = self._planned(key, before)
@@ -292,9 +325,7 @@ class ReservationBook:
         reservation, held = plan[0], dict(plan[1])
         if key is not None and reservation is not None:  # planned by counting
             self.fit[id(reservation)] = reservation
-        left = self.reserving.pop(policy.domain) - 1  # (reserved for only while it wants)
-        if left:
-            self.reserving[policy.domain] = left
+        self._count_in(policy)
         if (
             kept is not None
             and kept != reservation
@@ -312,6 +343,79 @@ class ReservationBook:
             return None
         self._add(reservation, held)
         return reservation
+
+    def _count_in(self, policy: Policy) -> None:
+        """Count a reservation made (or tried) in ``policy``'s domain: it reserves
+        for no more once its depth is reached."""
+        left = self.reserving.pop(policy.domain) - 1  # (reserved for only while it wants)
+        if left:
+            self.reserving[policy.domain] = left
+
+    def _reserve_on_counts(self, job: Job, policy: Policy) -> Reservation | None:
+        """``reserve`` for a plain job of a policy that plans on counts: its
+        earliest start on the free profile (the slots free over its whole window
+        around every reservation made before it), planned afresh each session, in
+        queue order; no host named (they are chosen when it starts)."""
+        profile = self.free_profile()
+        run_ns = run_limit_ns(self.state, job)
+        start = profile.earliest(job.tasks, FOREVER if run_ns is None else run_ns)
+        self._count_in(policy)
+        reservation = None
+        if start is not None:
+            end = None if run_ns is None else start + run_ns
+            running = bisect.bisect_right(self._end_times, start)
+            reservation = _on_the_clock(
+                Reservation(job.jobid, start, end, (), running=running, count=job.tasks)
+            )
+        if reservation is None:
+            self.unplanned.append(job.jobid)
+            return None
+        self.counted += 1
+        self._add(reservation, {})
+        return reservation
+
+    def free_profile(self) -> FreeProfile:
+        """The session's free profile (``profile``), made when first needed: the
+        free slots were no room held, the slots running jobs give back at their
+        expected ends, less the window of every reservation made so far."""
+        profile = self.profile
+        if profile is None:
+            state, now = self.state, self.now
+            gives = [(end, self._gives_back(job)) for end, job in state.expected_ends(now)]
+            self._end_times = [max(end, now) for end, _ in gives]
+            profile = self.profile = FreeProfile(now, self.unreserved_free(), gives)
+            for reservation in self.reservations:
+                profile.take(reservation.start_ts, reservation.until, reservation.slots)
+        return profile
+
+    def _gives_back(self, job: Job) -> int:
+        """The slots a running job gives back on ending on hosts that take jobs."""
+        alloc = job.alloc
+        assert alloc is not None
+        known = self.memo.gives_back.get(job.jobid)
+        if known is not None and known[0] is alloc:
+            return known[1]
+        hosts, ok = self.state.hosts, HostStatus.OK
+        slots = sum(n for name, n in alloc.slots_by_host().items() if hosts[name].status is ok)
+        self.memo.gives_back[job.jobid] = (alloc, slots)
+        return slots
+
+    def delays(self, job: Job) -> bool:
+        """Whether starting ``job`` now would delay a reservation on counts: the
+        profile has fewer free slots than its tasks at some instant before it
+        would end (by its run limit). False while there is none (the reservations
+        that name hosts hold their room on the hosts themselves)."""
+        if not self.counted:
+            return False
+        assert self.profile is not None
+        return self.profile.least(self.now, self.end_of(job)) < job.tasks
+
+    def _room(self, at: int, length: int, tasks: int) -> bool:
+        """Whether the free profile has ``tasks`` slots over ``[at, at + length)``
+        (ns): a start the reservations on counts leave room for."""
+        assert self.profile is not None
+        end = FOREVER if length >= FOREVER else at + length
+        return self.profile.least(at, end) >= tasks
 
     def _plan(
         self,
@@ -335,6 +439,7 @@ class ReservationBook:
             self.phantom if self.held else {},
             check_cancel,
             before,
+            self._room if self.counted else None,
         )
         until = min(planner.next_end(), self._first_end)
         if reservation is not None:
@@ -353,6 +458,8 @@ class ReservationBook:
             phantom[name] = phantom.get(name, 0) + take
             self._phantom_slots += take
         self.reservations.append(reservation)
+        if self.profile is not None:
+            self.profile.take(reservation.start_ts, reservation.until, reservation.slots)
         memo = self.memo
         self._chain = memo.number(memo.chains, self.chains_made, (self._chain, reservation))
         named = (self._names, reservation.jobid, yields_to)
@@ -569,9 +676,14 @@ class ReservationBook:
         return plan
 
     def started(self, job: Job) -> None:
-        """A job started this session: the planner's view holds it until its end."""
+        """A job started this session: the planner's view and the free profile hold
+        it until its expected end."""
         if self._planner is not None:
             self._planner.started(job, self._expected_end(job))
+        if self.profile is not None:
+            end = self._expected_end(job)
+            self.profile.take(self.now, end, self._gives_back(job))
+            bisect.insort(self._end_times, max(end, self.now))
 
     def hold(self) -> None:
         """Take the phantom holds on the state (before anything is allocated for real
@@ -808,9 +920,18 @@ class ReservationBook:
         those reservations start, it may not use theirs. None otherwise."""
         if not self.phantom:
             return None
-        state = self.state
         if _plain(job):  # slots only: it fits when the free slots add up (O(1))
             return self.reserved_for(job) if self.unreserved_free() >= job.tasks else None
+        if not isinstance(self.trial(job, allocate), JobAlloc):
+            return None
+        return self.reserved_for(job)
+
+    def trial(
+        self, job: Job, allocate: Callable[[], JobAlloc | Unsatisfied]
+    ) -> JobAlloc | Unsatisfied:
+        """What ``allocate`` gives ``job`` were no room held (tried, then undone):
+        whether reserved room alone stops it, or why it cannot run otherwise."""
+        state = self.state
         self.hold()
         for name, slots in self.phantom.items():
             state.give_slots(state.hosts[name], slots)
@@ -821,9 +942,7 @@ class ReservationBook:
         finally:
             for name, slots in self.phantom.items():
                 state.take_slots(state.hosts[name], slots)
-        if not isinstance(outcome, JobAlloc):
-            return None
-        return self.reserved_for(job)
+        return outcome
 
     def reserved_for(self, job: Job) -> Unsatisfied:
         """RESERVED: the jobs whose reservations start before ``job`` would end."""
@@ -918,4 +1037,4 @@ def _slots_of(jobs: list[Job]) -> tuple[tuple[str, int], ...]:
 def _plain(job: Job) -> bool:
     """Whether the job asks for slots only (no select, rusage, span, ...): then it
     fits wherever enough slots are free, which is known without allocating."""
-    return job.request is EMPTY  # requests are interned: a plain one is EMPTY itself
+    return is_plain(job.request)

@@ -1,0 +1,28 @@
+"""Backfill: for which blocked jobs a session reserves room, when, and the room it
+holds for them while it goes on (DESIGN "Time-aware scheduling").
+
+* ``book``: one session's reservations and the free room they hold now;
+* ``profile``: free slots over time, on which reservations on counts are planned.
+"""
+
+from xce_core.backfill.book import (
+    PlanMemo,
+    Policy,
+    ReservationBook,
+    backfills,
+    expected_end,
+    policy_of,
+    run_limit_ns,
+)
+from xce_core.backfill.profile import FreeProfile
+
+__all__ = [
+    "FreeProfile",
+    "PlanMemo",
+    "Policy",
+    "ReservationBook",
+    "backfills",
+    "expected_end",
+    "policy_of",
+    "run_limit_ns",
+]
