@@ -815,10 +815,12 @@ _DEPTH = {GREEDY: 0, STRICT: 1, EASY: 1, CONSERVATIVE: 1 << 62}
 def assert_reservations_hold(core: SchedCore, now: int) -> None:
     """Every reservation of the round still fits where and when it says: at its start,
     the running jobs not expected to have ended by then and the reservations holding
-    their room then leave every host within its slots. A job started on reserved room
-    that ends after the reservation starts breaks this."""
+    their room then leave every host within its slots, and the slots of the hosts
+    that take jobs are enough for the reservations on counts as well. A job started
+    on reserved room that ends after the reservation starts breaks this."""
     state = core.state
     ends = [(expected_end(state, job, now), job) for job in state.running.values()]
+    usable = sum(h.slots for h in state.hosts.values() if h.status is HostStatus.OK)
     for reservation in state.reservations.values():
         if state.jobs[reservation.jobid].state is JobState.SUSP:
             continue  # a resume's room: a job of higher priority may take it
@@ -829,12 +831,16 @@ def assert_reservations_hold(core: SchedCore, now: int) -> None:
                 assert job.alloc is not None
                 for name, slots in job.alloc.slots_by_host().items():
                     use[name] = use.get(name, 0) + slots
+        counted = 0
         for other in state.reservations.values():
             if other.start_ts <= at < other.until:
+                counted += other.count
                 for name, slots in other.hosts:
                     use[name] = use.get(name, 0) + slots
         over = {name: used for name, used in use.items() if used > state.hosts[name].slots}
         assert not over, (reservation, over)
+        ok = (name for name in use if state.hosts[name].status is HostStatus.OK)
+        assert sum(use[name] for name in ok) + counted <= usable, reservation
 
 
 def reservation_checks(backfill: BackfillPolicy, depth: int | None) -> Callable[..., None]:
@@ -864,7 +870,12 @@ def reservation_checks(backfill: BackfillPolicy, depth: int | None) -> Callable[
             assert job.pend_reason is not None
             assert job.pend_reason.main is not PendingCode.JOB_LARGER_THAN_CLUSTER
             assert reservation.start_ts >= now and reservation.until > reservation.start_ts
-            assert reservation.hosts and all(name in state.hosts for name, _ in reservation.hosts)
+            if reservation.count:  # on counts: the job's slots, hosts chosen at its start
+                assert not reservation.hosts and reservation.count == job.tasks
+                assert backfill in (HYBRID, CONSERVATIVE)
+            else:
+                assert reservation.hosts
+                assert all(name in state.hosts for name, _ in reservation.hosts)
             assert all(slots > 0 for _, slots in reservation.hosts)
         assert_reservations_hold(core, now)
         for decision in made:

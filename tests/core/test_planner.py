@@ -17,9 +17,9 @@ import orjson
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from xce_core.backfill import book as backfill
 from xce_core.alloc import planner
 from xce_core.alloc.outcome import Reservation
+from xce_core.backfill import book as backfill
 from xce_core.core import SchedCore
 from xce_core.snapshot import save_snapshot
 from xce_core.state import ClusterState

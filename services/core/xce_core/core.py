@@ -722,6 +722,8 @@ class SchedCore:
         self._expire_reservations(event.ts // 1_000_000_000)
         state.sessions += 1
         session = self._session = SessionState(state.sessions, event.ts)
+        # A book when a policy reserves or room may be owed (a preemption in flight,
+        # a preempted job to resume); under greedy with nothing owed none: first fit.
         if backfills(state):
             session.book = ReservationBook(
                 state,

@@ -17,8 +17,10 @@ for in vain, ``ClusterState.unplanned``) and the job's backfill policy:
 * ``NOT_PLANNED``: none of these: the session did not try to reserve for it,
   though its policy's depth was not used up. The session reserves only for a job
   that could run once room frees; a job its queue holds (inactive, run windows,
-  slot limits), one waiting for a preemption, and one that can never run get
-  none (its pending reason says which).
+  slot limits), one waiting for a preemption, one that can never run, and one
+  that could not run were every running job gone (more tasks than the hosts that
+  take jobs have slots: it needs hosts that are down or closed) get none (its
+  pending reason says which).
 """
 
 from __future__ import annotations

@@ -37,7 +37,7 @@ from xce_core.alloc.outcome import Unsatisfied
 from xce_core.alloc.primary import SHORT
 from xce_core.backfill import Policy, ReservationBook, policy_of
 from xce_core.errors import SessionCancelled
-from xce_core.preempt.preemptor import DROP, FINAL, Plan
+from xce_core.preempt.preemptor import FINAL, Plan
 from xce_core.preempt.resume import suspended_by_preemption
 from xce_core.readiness import exceeds_limits, limit_hold, queue_hold
 from xce_core.resreq.model import is_plain
@@ -109,7 +109,7 @@ class SessionState:
         candidates: the safe preemption candidates by (queue, job priority), until a
             preemption takes some of them.
         book: the session's reservations and the room they hold (None: every
-            policy is ``greedy``).
+            policy is ``greedy`` and no room is owed to a preemptor or a resume).
         policies: each queue's backfill policy, as looked up this session.
     """
 
@@ -245,8 +245,9 @@ class Session:
             return ORDER_BLOCKED, FINAL
         held = self._readiness(job, queue)
         if held is not None:
-            # Held whatever room it gets: a preemption in flight for it is moot.
-            return held, DROP if job.jobid in self.core.state.preemptions else FINAL
+            # Held whatever room it gets; a preemption in flight for it stays in
+            # flight while the hold can pass (its victims' room is still its own).
+            return held, self.core.preemptor.on_hold(job, queue, held, self.state)
         # A job whose preemption is in flight always gets to its own record (wait, or
         # give up); it never takes a twin's verdict. Nor does a plain job around
         # reservations: whether it pends for slots or for reserved room depends on
@@ -300,7 +301,7 @@ class Session:
         backfill policy says: a reservation (up to the policy's depth), and under
         ``strict`` no later job starts. A job that can never run blocks nobody."""
         book = self.state.book
-        if book is None or not outcome.resolvable:
+        if book is None or not outcome.resolvable or not book.could_run(job):
             return
         policy = self._policy(queue)
         if policy.name is BackfillPolicy.GREEDY:

@@ -112,8 +112,13 @@ def policy_of(state: ClusterState, queue: Queue) -> Policy:
 
 
 def backfills(state: ClusterState) -> bool:
-    """Whether any queue's policy is other than ``greedy`` (else sessions need no
-    book: first fit, as the first release did)."""
+    """Whether a session on ``state`` needs a book: some queue's policy is other
+    than ``greedy`` (it reserves), or room may be owed (a preemption is in flight,
+    or a job suspended by a preemption waits to be resumed: ``owe_preemptors``,
+    ``owe_resumes``), under every policy. Else none: first fit, as the first
+    release did."""
+    if state.preemptions or state.to_resume:
+        return True
     if state.config.backfill is not BackfillPolicy.GREEDY:
         return True
     return any(q.backfill not in (None, BackfillPolicy.GREEDY) for q in state.queues.values())
@@ -168,6 +173,9 @@ class PlanMemo:
     #: For running jobs, the slots each gives back on ending on hosts that take
     #: jobs: ``jobid → (allocation, slots)``, valid as ``frees`` is.
     gives_back: dict[int, tuple[JobAlloc, int]] = field(default_factory=dict)
+    #: The slots of the hosts that take jobs (``ReservationBook.could_run``), with the
+    #: ``ClusterState.hosts_version`` they were counted at.
+    usable: tuple[int, int] = (-1, 0)
 
     def number(self, last: dict[_Link, int], made: dict[_Link, int], link: _Link) -> int:
         """The number of a chain (or names) extended by ``link``: the last session's
@@ -270,6 +278,18 @@ class ReservationBook:
         }
 
     # --- reserving -------------------------------------------------------------------
+
+    def could_run(self, job: Job) -> bool:
+        """Whether ``job`` could run were every running job gone: no more tasks than
+        the hosts that take jobs have slots. One that could not (it needs hosts that
+        are down or closed) waits for no running job, so it holds back nobody: no
+        reservation, no depth counted, nothing blocked under ``strict``."""
+        memo, version = self.memo, self.state.hosts_version
+        if memo.usable[0] != version:
+            ok = HostStatus.OK
+            slots = sum(h.slots for h in self.state.host_order if h.status is ok)
+            memo.usable = (version, slots)
+        return job.tasks <= memo.usable[1]
 
     def wants(self, policy: Policy) -> bool:
         """Whether a blocked job under ``policy`` gets a reservation now (its domain's
@@ -476,8 +496,9 @@ class ReservationBook:
     def owe_preemptors(self) -> None:
         """Hold for each preemption in flight the room its suspended victims freed,
         for the preemptor alone, from now until it starts or its preemption is given
-        up: no other job (nor a resume) takes it, so one preemption is enough. The
-        holds are taken at once (resumes come next)."""
+        up (also while its queue holds it: the preemption stays in flight), under
+        every policy, ``greedy`` included: no other job (nor a resume) takes it, so
+        one preemption is enough. The holds are taken at once (resumes come next)."""
         state, now = self.state, self.now
         for jobid in sorted(state.preemptions):
             job = state.jobs.get(jobid)
@@ -503,7 +524,8 @@ class ReservationBook:
         """Hold for each job suspended by a preemption (and not its victim still) its
         own hosts, from when the running jobs' expected ends leave them room for it:
         a job of equal or lower priority may take that room only if it ends before
-        then (backfilling around the resume, not over it)."""
+        then (backfilling around the resume, not over it). Under every policy,
+        ``greedy`` included."""
         state, now = self.state, self.now
         if not suspended:
             return

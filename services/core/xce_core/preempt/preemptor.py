@@ -2,7 +2,8 @@
 "Suspended jobs come back").
 
 ``SchedCore`` calls ``Preemptor.decide`` when a job did not fit and its queue preempts
-(or its preemption is in flight), then ``carry_out`` once the job's decision can no
+(or its preemption is in flight), ``Preemptor.on_hold`` when its queue holds a job
+whose preemption is in flight, then ``carry_out`` once the job's decision can no
 longer be cancelled; ``resume`` at the start of every session. Deciding never changes
 the state: a cancelled session leaves nothing half-done.
 """
@@ -21,6 +22,7 @@ from xce_core.in_tree import DEFAULT_PREEMPT_POLICY
 from xce_core.plugins import CoreView, PluginRegistry, PreemptPolicy
 from xce_core.preempt.resume import Waiting, has_room, suspended_by_preemption
 from xce_core.preempt.search import find_victims, safe_candidates
+from xce_core.readiness import exceeds_limits
 from xce_core.state import ClusterState, Job, Preemption, Queue
 
 if TYPE_CHECKING:  # the session module runs the preemptor: no import loop
@@ -56,10 +58,23 @@ class Plan:
 
 #: The failure stands and is cached; nothing else to do.
 FINAL = Plan(cache=True)
-#: Waiting for victims to suspend: nothing to do, nothing cached.
+#: Waiting for victims to suspend (or for the queue that holds the job): nothing to
+#: do, nothing cached.
 WAIT = Plan(cache=False)
-#: The job is held by its queue: its preemption in flight is moot.
+#: The job can never run (held by a slot limit below its tasks, or a request no
+#: host could hold): its preemption in flight is moot.
 DROP = Plan(cache=False, drop=True)
+
+#: The queue holds that pass (the queue is activated, a run window opens, a job of
+#: the queue ends): a preemptor they hold keeps its preemption in flight.
+_PASSING = frozenset(
+    {
+        PendingCode.QUEUE_INACTIVE,
+        PendingCode.QUEUE_WINDOW,
+        PendingCode.QUEUE_SLOT_LIMIT,
+        PendingCode.QUEUE_USER_SLOT_LIMIT,
+    }
+)
 
 
 def waiting_reason(victims: Sequence[int]) -> Unsatisfied:
@@ -104,19 +119,9 @@ class Preemptor:
         record = state.preemptions.get(job.jobid)
         drop = record is not None
         if record is not None:
-            running = [
-                victim
-                for victim in record.victims
-                if (other := state.jobs.get(victim)) is not None and other.state is JobState.RUN
-            ]
-            if running:
-                rounds = session.number - record.session
-                if rounds < state.config.preempt_timeout_rounds:
-                    return waiting_reason(running), WAIT  # no thrash: no second preemption
-                listed = ", ".join(map(str, running))
-                detail = f"jobs {listed} still running after {rounds} rounds"
-                given_up = Unsatisfied(PendingCode.PREEMPT_GIVEN_UP, False, detail=detail)
-                return given_up, Plan(cache=False, drop=True, ignored=tuple(running))
+            in_flight = self._in_flight(record, session)
+            if in_flight is not None:
+                return in_flight
         final = Plan(cache=True, drop=drop)
         if not failed.resolvable or not queue.preemptible_queues:
             return failed, final
@@ -131,6 +136,50 @@ class Preemptor:
         if not victims:
             return failed, final
         return waiting_reason(victims), Plan(cache=False, drop=drop, victims=victims)
+
+    def on_hold(self, job: Job, queue: Queue, hold: Unsatisfied, session: SessionState) -> Plan:
+        """The plan for ``job``, which its queue's readiness holds this session
+        (``hold``: inactive, outside its run windows, at a slot limit; or why it
+        can never run). Changes nothing.
+
+        Returns:
+            ``FINAL`` when no preemption is in flight for it; ``WAIT`` while one is
+            and the hold passes (its victims' room stays owed to it, and no second
+            preemption is made for the same need); a plan that gives it up when its
+            victims are still running after ``preempt_timeout_rounds`` rounds, as
+            ``decide`` does; ``DROP`` when the job can never run in its queue (the
+            room would be held for nothing, its victims kept suspended).
+        """
+        record = self.state.preemptions.get(job.jobid)
+        if record is None:
+            return FINAL
+        if hold.code not in _PASSING or exceeds_limits(job, queue):
+            return DROP
+        in_flight = self._in_flight(record, session)
+        return WAIT if in_flight is None else in_flight[1]
+
+    def _in_flight(
+        self, record: Preemption, session: SessionState
+    ) -> tuple[Unsatisfied, Plan] | None:
+        """What a preemption in flight leads to while one of its victims still runs:
+        wait (no thrash: no second preemption), or, after ``preempt_timeout_rounds``
+        rounds, give it up (the victims still running ignored it); None once every
+        victim has let go."""
+        state = self.state
+        running = [
+            victim
+            for victim in record.victims
+            if (other := state.jobs.get(victim)) is not None and other.state is JobState.RUN
+        ]
+        if not running:
+            return None
+        rounds = session.number - record.session
+        if rounds < state.config.preempt_timeout_rounds:
+            return waiting_reason(running), WAIT
+        listed = ", ".join(map(str, running))
+        detail = f"jobs {listed} still running after {rounds} rounds"
+        given_up = Unsatisfied(PendingCode.PREEMPT_GIVEN_UP, False, detail=detail)
+        return given_up, Plan(cache=False, drop=True, ignored=tuple(running))
 
     def carry_out(self, job: Job, plan: Plan, session: SessionState) -> Preempt | None:
         """Apply ``plan`` for ``job``; the PREEMPT decision to emit, if it starts one."""

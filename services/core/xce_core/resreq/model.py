@@ -200,7 +200,7 @@ Resreq = Primary | Compound | Alter
 EMPTY = Primary()
 
 
-def is_plain(request: Resreq) -> bool:
+def is_plain(request: Resreq | ResreqError) -> bool:
     """Whether ``request`` asks for slots only (no select, order, rusage, span or
     same): equal to ``EMPTY``, by identity first (requests are interned), then by
     value. Such a job fits wherever enough slots are free."""
