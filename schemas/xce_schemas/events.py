@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Annotated, Any, Literal
 
-from pydantic import Field, Strict, TypeAdapter, ValidationInfo, field_validator
+from pydantic import AfterValidator, Field, Strict, TypeAdapter, ValidationInfo, field_validator
 from pydantic_core import PydanticCustomError
 
 from xce_schemas.base import PLAIN_WIRE, WireModel
@@ -77,8 +77,10 @@ class QueueStatus(StrEnum):
 
 
 class BackfillPolicy(StrEnum):
-    """Whether a job that does not fit holds back the jobs behind it, and how
-    (flux-sched's queue policies; ``docs/backfill.md``).
+    """The built-in backfill policies: whether a job that does not fit holds back the
+    jobs behind it, and how (flux-sched's queue policies; ``docs/backfill.md``). The
+    wire carries a policy's name (``BackfillName``): these, or one a third party
+    registered with the core (entry-point group ``xce.backfill_policies``).
 
     GREEDY: every job that fits starts, in order (first fit; no reservation).
     STRICT: no job starts after one that does not fit (head-of-line blocking).
@@ -95,8 +97,30 @@ class BackfillPolicy(StrEnum):
     CONSERVATIVE = "conservative"
 
 
+#: A backfill policy's registered name: a built-in (``BackfillPolicy``) or a third
+#: party's; the core's registry refuses an unknown one.
+BackfillName = Name
+
+
+class FrozenParams(dict[str, bool | int]):
+    """A backfill policy's parameters: a dict that hashes by value, as the frozen wire
+    models holding it must (it is never changed once made)."""
+
+    def __hash__(self) -> int:  # type: ignore[override]
+        return hash(tuple(sorted(self.items())))
+
+
+#: A backfill policy's parameters by name (``backfill_params``: ``compress`` of
+#: ``hybrid`` and ``conservative``); the policy's factory checks them.
+BackfillParams = Annotated[
+    dict[Name, StrictBool | Annotated[int, Strict()]], AfterValidator(FrozenParams)
+]
+
 #: A reservation depth: how many blocked jobs a ``hybrid`` policy reserves for.
 ReservationDepth = Annotated[int, Strict(), Field(ge=1, le=1_000_000)]
+
+
+_BUILT_IN = frozenset(policy.value for policy in BackfillPolicy)
 
 
 def _depth_only_with_hybrid(depth: int | None, info: ValidationInfo) -> int | None:
@@ -110,12 +134,14 @@ def _depth_only_with_hybrid(depth: int | None, info: ValidationInfo) -> int | No
     if "backfill" not in info.data:
         return depth
     policy = info.data["backfill"]
-    if depth is not None and policy is not BackfillPolicy.HYBRID:
+    if policy not in _BUILT_IN:
+        return depth  # a registered policy's own: its factory checks it
+    if depth is not None and policy != BackfillPolicy.HYBRID:
         raise PydanticCustomError(
             "depth_without_hybrid",
             "reservation_depth is a hybrid backfill policy's (backfill: hybrid)",
         )
-    if policy is BackfillPolicy.HYBRID and depth is None:
+    if policy == BackfillPolicy.HYBRID and depth is None:
         raise PydanticCustomError(
             "hybrid_without_depth", "backfill hybrid needs a reservation_depth (1 or more)"
         )
@@ -156,6 +182,7 @@ class QueueSpec(WireModel):
             the scheduler's.
         reservation_depth: with ``backfill: hybrid``, how many of this queue's
             blocked jobs get reservations.
+        backfill_params: parameters of this queue's policy (``compress``).
     """
 
     name: Name
@@ -172,9 +199,12 @@ class QueueSpec(WireModel):
     user_slot_limit: Annotated[Count, Field(ge=1)] | None = None
     run_limit_s: RunLimitS | None = None
     # Left out while unset, so a queue without them is written as before backfill.
-    backfill: BackfillPolicy | None = Field(default=None, exclude_if=lambda value: value is None)
+    backfill: BackfillName | None = Field(default=None, exclude_if=lambda value: value is None)
     reservation_depth: ReservationDepth | None = Field(
         default=None, exclude_if=lambda value: value is None, validate_default=True
+    )
+    backfill_params: BackfillParams = Field(
+        default_factory=FrozenParams, exclude_if=lambda value: not value
     )
 
     _hybrid_depth = field_validator("reservation_depth")(_depth_only_with_hybrid)
@@ -207,6 +237,8 @@ class SchedulerConfig(WireModel):
             jobs); ``greedy``, first fit, by default.
         reservation_depth: with ``backfill: hybrid``, how many blocked jobs get
             reservations.
+        backfill_params: parameters of the policy (``compress``: ``hybrid`` and
+            ``conservative``).
         fairshare: shares, usage decay and weights of the ``fairshare`` picker
             (``xce_schemas.fairshare``); None: its defaults (equal shares).
     """
@@ -216,11 +248,14 @@ class SchedulerConfig(WireModel):
     preempt_timeout_rounds: Annotated[int, Strict(), Field(ge=1, le=1_000_000)] = 5
     # Left out at their defaults, so a greedy configuration is written as before
     # backfill (older recordings' snapshots compare equal; recording._LATER_FIELDS).
-    backfill: BackfillPolicy = Field(
-        default=BackfillPolicy.GREEDY, exclude_if=lambda value: value is BackfillPolicy.GREEDY
+    backfill: BackfillName = Field(
+        default=BackfillPolicy.GREEDY.value, exclude_if=lambda value: value == "greedy"
     )
     reservation_depth: ReservationDepth | None = Field(
         default=None, exclude_if=lambda value: value is None, validate_default=True
+    )
+    backfill_params: BackfillParams = Field(
+        default_factory=FrozenParams, exclude_if=lambda value: not value
     )
     fairshare: FairShareConfig | None = Field(default=None, exclude_if=lambda value: value is None)
 

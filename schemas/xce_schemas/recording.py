@@ -147,8 +147,16 @@ def parse_recording_line(text: str | bytes) -> RecordingLine:
 #: Fields added to the configuration since recording format 1.0: left out of the
 #: hash while at their default, so a configuration that does not use them hashes as
 #: it did (older recordings keep matching their snapshots).
-_LATER_FIELDS = {"backfill": "greedy", "reservation_depth": None}
-_LATER_QUEUE_FIELDS = {"backfill": None, "reservation_depth": None}
+_LATER_FIELDS: dict[str, Any] = {
+    "backfill": "greedy",
+    "reservation_depth": None,
+    "backfill_params": {},
+}
+_LATER_QUEUE_FIELDS: dict[str, Any] = {
+    "backfill": None,
+    "reservation_depth": None,
+    "backfill_params": {},
+}
 
 
 def config_hash(config: SchedulerConfig) -> str:

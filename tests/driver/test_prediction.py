@@ -207,7 +207,7 @@ BLOCKED = (J(1, 0, 100, 4, 100), J(2, 10, 50, 4, 50), J(3, 10, 50, 2, 50))
         (
             BackfillPolicy.CONSERVATIVE,
             3,
-            "expected to start at ts=150000000000 (1970-01-01T00:02:30Z) on 2 slots (reserved); "
+            "expected to start at ts=150000000000 (1970-01-01T00:02:30Z) on 2 slots (hosts chosen when it starts) (reserved); "
             "estimate from the run limits of 1 running job",
         ),
         (

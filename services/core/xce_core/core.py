@@ -52,7 +52,8 @@ from xce_core.alloc.job import allocate_job
 from xce_core.alloc.outcome import Placement, Reservation, Unsatisfied
 from xce_core.alloc.primary import NeverMemo, allocate_primary
 from xce_core.alloc.records import build_records
-from xce_core.backfill import PlanMemo, ReservationBook, backfills
+from xce_core.backfill import PlanMemo, Policy, ReservationBook, backfills
+from xce_core.backfill.policy import in_domain
 from xce_core.clock import Clock
 from xce_core.errors import ConfigError, CoreError, EventError, PluginError, SessionCancelled
 from xce_core.in_tree import in_tree_registry
@@ -241,6 +242,7 @@ class SchedCore:
         self.registry = registry if registry is not None else in_tree_registry()
         self.clock = clock if clock is not None else Clock()
         self.state = ClusterState()
+        self.resolve_backfill()
         self.view = _View(self)
         self.last_ts = 0
         self.events = 0
@@ -417,13 +419,55 @@ class SchedCore:
         self.state.queues = {spec.name: Queue.from_spec(spec) for spec in config.queues}
         self.state.config = config
         try:
+            self.resolve_backfill()
             self.rebuild_picker()
             if history is not None:
                 self.picker.load_state(history)
         except ConfigError:
             self.state.queues, self.state.config = old_queues, old_config
+            self.resolve_backfill()
             raise
         self.state.reindex_deadlines()  # the queues' run limits may have changed
+
+    def resolve_backfill(self, event_type: str = "CONFIG_PUSH") -> None:
+        """Make each backfill policy domain's policy from the configuration through the
+        registry (``ClusterState.policies``): the scheduler's, and each queue's that
+        sets its own. A configuration push, a queue update and a snapshot load do it.
+
+        Raises:
+            ConfigError: an unknown policy, or a depth or parameter its factory
+                refuses, naming ``event_type`` and the field; nothing changed.
+        """
+        state, config = self.state, self.state.config
+        where = "payload.config"
+        policies: dict[str | None, Policy] = {
+            None: self._backfill_policy(config, None, event_type, f"{where}.backfill")
+        }
+        for index, queue in enumerate(state.queues.values()):
+            if queue.backfill is not None:
+                field = f"{where}.queues[{index}].backfill"
+                policies[queue.name] = self._backfill_policy(queue, queue.name, event_type, field)
+        state.policies = policies
+
+    def _backfill_policy(
+        self,
+        source: SchedulerConfig | Queue | QueueSpec,
+        domain: str | None,
+        event_type: str,
+        where: str,
+    ) -> Policy:
+        """The policy ``source`` names with its depth and parameters, in ``domain``.
+
+        Raises:
+            ConfigError: as ``resolve_backfill``, naming ``event_type`` and ``where``.
+        """
+        assert source.backfill is not None
+        try:
+            factory = self.registry.backfill_policies.get(source.backfill)
+            policy = factory(source.reservation_depth, dict(source.backfill_params))
+        except ConfigError as exc:
+            raise ConfigError(f"{event_type} rejected: {where}: {exc}") from None
+        return in_domain(policy, domain)
 
     def rebuild_picker(self) -> None:
         """Replace the picker by a new one of the configured name, fed the current state.
@@ -473,12 +517,15 @@ class SchedCore:
             self.registry.pickers.get(spec.job_pick_plugin)  # ConfigError, nothing changed
             _check_routed(self.picker, spec.name, spec.job_pick_plugin)
         self._check_queue(event.type, "payload.queue", spec, {*self.state.queues, spec.name})
+        if spec.backfill is not None:  # ConfigError, nothing changed
+            self._backfill_policy(spec, spec.name, event.type, "payload.queue.backfill")
         queue = self.state.queues.get(spec.name)
         if queue is None:
             queue = self.state.queues[spec.name] = Queue.from_spec(spec)
         else:
             queue.update(spec)
         self.state.reindex_deadlines(j for j in self.state.running.values() if j.queue == spec.name)
+        self.resolve_backfill(event.type)
         self.picker.on_queue_update(queue)
 
     # --- hosts and resources --------------------------------------------------------

@@ -6,6 +6,7 @@ core itself reads no entry points.
 
 from __future__ import annotations
 
+from xce_core.backfill.policy import BUILT_IN as BACKFILL_POLICIES
 from xce_core.pickers.builtin_fcfs import BuiltinFcfs
 from xce_core.pickers.fairshare import FairShare
 from xce_core.pickers.orders import ORDERS
@@ -30,4 +31,5 @@ def in_tree_registry() -> PluginRegistry:
     return PluginRegistry(
         pickers=Registry("picker", pickers),
         preempt_policies=Registry("preempt policy", policies),
+        backfill_policies=Registry("backfill policy", dict(BACKFILL_POLICIES)),
     )

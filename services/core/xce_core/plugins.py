@@ -12,11 +12,14 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, ClassVar, Generic, Protocol, TypeVar
+from typing import TYPE_CHECKING, Any, ClassVar, Generic, Protocol, TypeVar
 
 from xce_schemas import HostStatus, JobState, SchedulerConfig
 
 from xce_core.errors import ConfigError
+
+if TYPE_CHECKING:  # (the backfill package imports the allocators, which import this)
+    from xce_core.backfill.policy import BackfillFactory
 
 # --- read-only views ---------------------------------------------------------------
 
@@ -458,13 +461,20 @@ class Registry(Generic[F]):
 
 @dataclass(slots=True)
 class PluginRegistry:
-    """Every plugin registry the core needs, handed finished to ``SchedCore``."""
+    """Every plugin registry the core needs, handed finished to ``SchedCore``:
+    pickers, preemption policies and backfill policies (``backfill.policy``:
+    factories ``(reservation_depth, params) -> Policy``)."""
 
     pickers: Registry[PickerFactory] = field(default_factory=lambda: Registry("picker"))
     preempt_policies: Registry[PreemptPolicyFactory] = field(
         default_factory=lambda: Registry("preempt policy")
     )
+    backfill_policies: Registry[BackfillFactory] = field(
+        default_factory=lambda: Registry("backfill policy")
+    )
 
     def copy(self) -> PluginRegistry:
         """An independent copy."""
-        return PluginRegistry(self.pickers.copy(), self.preempt_policies.copy())
+        return PluginRegistry(
+            self.pickers.copy(), self.preempt_policies.copy(), self.backfill_policies.copy()
+        )

@@ -28,7 +28,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from enum import StrEnum
 
-from xce_schemas import BackfillPolicy, JobState
+from xce_schemas import JobState
 
 from xce_core.alloc.outcome import Reservation
 from xce_core.backfill import Policy, policy_of
@@ -82,7 +82,7 @@ def no_estimate(state: ClusterState, jobid: int) -> NoEstimate | None:
     if jobid in state.reservations:
         return None
     policy = policy_of(state, state.queues[job.queue])
-    if policy.name is BackfillPolicy.GREEDY:
+    if not policy.depth:
         return NoEstimate(NoEstimateCode.GREEDY, policy)
     if jobid in state.unplanned:
         return NoEstimate(NoEstimateCode.NO_INSTANT, policy)

@@ -30,7 +30,7 @@ import logging
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, cast
 
-from xce_schemas import BackfillPolicy, Dispatch, JobAlloc, JobState, NewSession, Pend, PendingCode
+from xce_schemas import Dispatch, JobAlloc, JobState, NewSession, Pend, PendingCode
 
 from xce_core.alloc.job import job_never_fits
 from xce_core.alloc.outcome import Unsatisfied
@@ -47,11 +47,6 @@ if TYPE_CHECKING:
     from xce_core.core import SchedCore
 
 log = logging.getLogger("xce_core")
-
-#: The backfill policies whose jobs park: not ``strict`` (a job blocked there pends
-#: for another reason once an earlier one blocks), nor ``conservative`` (it reserves
-#: for every blocked job, so each is offered every round: parking would only cost).
-_PARKING = frozenset({BackfillPolicy.GREEDY, BackfillPolicy.EASY, BackfillPolicy.HYBRID})
 
 #: Not yet looked at (a queue's hold this session).
 _UNSET: Any = object()
@@ -183,6 +178,8 @@ class Session:
         finally:
             core.cancellable = False
             picker.end_session()
+            if book is not None:
+                book.keep_unturned()
 
     def _park_reserved(self, job: Job, queue: Queue) -> None:
         """Park a plain job that pended for room reserved for others, when no
@@ -220,7 +217,10 @@ class Session:
           free, anywhere, and with fewer it pends for this same reason;
         * a queue whose readiness moves only with a queue event: active, no run
           windows, no slot limits; and no preemption, made or in flight;
-        * a backfill policy of ``_PARKING``. Around reservations its slots are
+        * a backfill policy that parks (``Policy.parks``: not ``strict``, where a
+          job blocked pends for another reason once an earlier one blocks, nor
+          ``conservative``, which reserves for every blocked job, so each is offered
+          every round: parking would only cost). Around reservations its slots are
           counted as if none were reserved, and while a policy still reserves it
           is offered anyway (``ReservationBook.wake_slots``).
 
@@ -233,7 +233,7 @@ class Session:
             and not queue.limited
             and not queue.windows
             and job.jobid not in self.core.state.preemptions
-            and (self.state.book is None or self._policy(queue).name in _PARKING)
+            and (self.state.book is None or self._policy(queue).parks)
         ):
             self.core.parking.park(job.jobid, job.tasks, reserved)  # type: ignore[union-attr]
 
@@ -241,6 +241,8 @@ class Session:
         """The job's outcome (an allocation held, or why not) and the preemption plan
         to carry out."""
         book = self.state.book
+        if book is not None and book.standing:
+            book.turn(job)
         if book is not None and book.blocked and self._policy(queue).domain in book.blocked:
             return ORDER_BLOCKED, FINAL
         held = self._readiness(job, queue)
@@ -304,11 +306,11 @@ class Session:
         if book is None or not outcome.resolvable or not book.could_run(job):
             return
         policy = self._policy(queue)
-        if policy.name is BackfillPolicy.GREEDY:
+        if not policy.reserves:
             return
         if book.wants(policy) and not book.has(job):
             book.reserve(job, job.request, policy, self.core.view.check_cancel)  # type: ignore[arg-type]
-        if policy.name is BackfillPolicy.STRICT:
+        if policy.blocks:
             book.blocked.add(policy.domain)
 
     def _policy(self, queue: Queue) -> Policy:

@@ -348,6 +348,7 @@ def _load(
     core.last_ts = snapshot.ts
     prng = snapshot.prng
     core.prng.setstate((prng.version, prng.internal, prng.gauss_next))
+    core.resolve_backfill()
     core.rebuild_picker()
     core.picker.load_state(snapshot.picker.state)
     return core

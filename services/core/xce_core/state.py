@@ -8,13 +8,12 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
-from typing import TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
 from sortedcontainers import SortedList
 from xce_schemas import (
     SLOTS,
     Alloc,
-    BackfillPolicy,
     HostStatus,
     JobAlloc,
     JobState,
@@ -30,6 +29,9 @@ from xce_core.alloc.free_index import FreeSlotIndex
 from xce_core.alloc.outcome import FOREVER, Reservation
 from xce_core.resreq.model import EMPTY, Resreq, ResreqError
 from xce_core.runtime import NS, effective_run_limit_s
+
+if TYPE_CHECKING:  # (the backfill package reads this module: no import loop)
+    from xce_core.backfill.policy import Policy
 
 K = TypeVar("K")
 
@@ -91,8 +93,9 @@ class Queue:
     max_running: int | None = None
     user_slot_limit: int | None = None
     run_limit_s: int | None = None
-    backfill: BackfillPolicy | None = None
+    backfill: str | None = None
     reservation_depth: int | None = None
+    backfill_params: dict[str, bool | int] = field(default_factory=dict)
     windows: tuple[tuple[int, int, int], ...] = field(default=(), metadata=CACHE)
     limited: bool = field(default=False, metadata=CACHE)
 
@@ -277,6 +280,10 @@ class ClusterState:
     # stop (Flux's planner keeps its availability so), not rebuilt every session.
     deadlines: SortedList = field(default_factory=SortedList, metadata=CACHE)
     deadline_of: dict[int, int] = field(default_factory=dict, metadata=CACHE)  # jobid → it
+    # The backfill policy of each domain (None: the scheduler's; a queue's name: the
+    # queue that overrides), made by the core from the configuration through its
+    # registry (``SchedCore.resolve_backfill``); empty: ``greedy`` everywhere.
+    policies: dict[str | None, Policy] = field(default_factory=dict, metadata=CACHE)
 
     def add_host(
         self,

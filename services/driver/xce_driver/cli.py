@@ -284,19 +284,26 @@ def _emulate_timeout(text: str) -> float | None:
 _timestamp_ns = _whole(0, 2**64 - 1, " ns")
 
 
-def _backfill_policy(text: str) -> BackfillPolicy:
-    """The argparse type of ``--backfill``: a policy's name.
+def _backfill_policy(text: str) -> str:
+    """The argparse type of ``--backfill``: a policy's name, built in or registered
+    under the entry-point group ``xce.backfill_policies``.
 
     Raises:
         argparse.ArgumentTypeError: an unknown name, listing the known ones.
     """
-    try:
+    if text in BackfillPolicy.__members__.values():
         return BackfillPolicy(text)
-    except ValueError:
-        known = ", ".join(policy.value for policy in BackfillPolicy)
-        raise argparse.ArgumentTypeError(
-            f"{show_text(text)} is not a backfill policy; known: {known}"
-        ) from None
+    known = [policy.value for policy in BackfillPolicy]
+    try:
+        plugins = load_registry().backfill_policies.names()
+    except ConfigError:  # a broken plugin: the built-ins are still known
+        plugins = []
+    if text in plugins:
+        return text
+    known += [name for name in plugins if name not in known]
+    raise argparse.ArgumentTypeError(
+        f"{show_text(text)} is not a backfill policy; known: {', '.join(known)}"
+    )
 
 
 def _policy_options(args: argparse.Namespace, queues: Sequence[QueueSpec] = ()) -> dict[str, Any]:
@@ -309,10 +316,16 @@ def _policy_options(args: argparse.Namespace, queues: Sequence[QueueSpec] = ()) 
             policy-configuration file that cannot be read or used (naming it and
             the field), or that would change nothing (no picker reads it).
     """
-    if args.reservation_depth is not None and args.backfill is not BackfillPolicy.HYBRID:
+    builtin = args.backfill in BackfillPolicy.__members__.values()
+    if args.reservation_depth is not None and builtin and args.backfill != BackfillPolicy.HYBRID:
         raise UserError("--reservation-depth is for --backfill hybrid")
-    if args.backfill is BackfillPolicy.HYBRID and args.reservation_depth is None:
+    if args.backfill == BackfillPolicy.HYBRID and args.reservation_depth is None:
         raise UserError("--backfill hybrid needs --reservation-depth N (1 or more)")
+    compressing = (BackfillPolicy.HYBRID, BackfillPolicy.CONSERVATIVE)
+    if args.compress and builtin and args.backfill not in compressing:
+        raise UserError(
+            "--compress is for --backfill conservative or hybrid (it would change nothing)"
+        )
     fairshare = None
     if args.policy_config is not None:
         if not args.policy_config:
@@ -335,6 +348,7 @@ def _policy_options(args: argparse.Namespace, queues: Sequence[QueueSpec] = ()) 
     return {
         "backfill": args.backfill,
         "reservation_depth": args.reservation_depth,
+        "backfill_params": {"compress": True} if args.compress else {},
         "fairshare": fairshare,
     }
 
@@ -375,14 +389,21 @@ def _add_workload_options(sub: argparse.ArgumentParser) -> None:
         type=_backfill_policy,
         default=BackfillPolicy.GREEDY,
         metavar="POLICY",
-        help="backfill policy: " + ", ".join(p.value for p in BackfillPolicy) + " (default "
-        "greedy: every job that fits starts; a --queues definition's backfill overrides it)",
+        help="backfill policy: " + ", ".join(p.value for p in BackfillPolicy) + ", or a "
+        "plugin's (default greedy: every job that fits starts; a --queues definition's "
+        "backfill overrides it)",
     )
     sub.add_argument(
         "--reservation-depth",
         type=_whole(1, 1_000_000),
         metavar="N",
         help="with --backfill hybrid: how many blocked jobs get reservations",
+    )
+    sub.add_argument(
+        "--compress",
+        action="store_true",
+        help="with --backfill conservative or hybrid: Mu'alem-Feitelson compression, every "
+        "reservation stands while the others are planned, so none moves later",
     )
     sub.add_argument(
         "--policy-config",

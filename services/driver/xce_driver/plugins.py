@@ -3,9 +3,11 @@
 Third-party pickers register under the entry-point group ``xce.pickers``, each entry
 point naming a factory ``(PickerConfig, CoreView) -> JobPicker`` (a picker class
 whose ``__init__`` takes those two is one). Preemption policies register under
-``xce.preempt_policies``, each naming a factory ``(CoreView) -> PreemptPolicy``. The
-entry point's name is the plugin's configuration key (``job_pick_plugin``,
-``preempt_policy``).
+``xce.preempt_policies``, each naming a factory ``(CoreView) -> PreemptPolicy``;
+backfill policies under ``xce.backfill_policies``, each naming a factory
+``(reservation_depth, backfill_params) -> xce_core.backfill.Policy``. The entry
+point's name is the plugin's configuration key (``job_pick_plugin``,
+``preempt_policy``, ``backfill``).
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from xce_core.plugins import PluginRegistry, Registry
 
 PICKER_GROUP = "xce.pickers"
 PREEMPT_POLICY_GROUP = "xce.preempt_policies"
+BACKFILL_POLICY_GROUP = "xce.backfill_policies"
 
 
 def load_registry() -> PluginRegistry:
@@ -31,6 +34,7 @@ def load_registry() -> PluginRegistry:
     groups: list[tuple[str, str, Registry[Any]]] = [
         (PICKER_GROUP, "picker", registry.pickers),
         (PREEMPT_POLICY_GROUP, "preempt policy", registry.preempt_policies),
+        (BACKFILL_POLICY_GROUP, "backfill policy", registry.backfill_policies),
     ]
     for group, kind, target in groups:
         for entry in sorted(entry_points(group=group), key=lambda e: e.name):

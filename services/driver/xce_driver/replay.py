@@ -735,7 +735,7 @@ def start_estimate(core: SchedCore, jobid: int) -> str:
         hosts = len({host for host, _ in reservation.hosts})
         where = _count(hosts, "host")
         if reservation.count:  # a reservation on counts: hosts are chosen at its start
-            where = _count(reservation.slots, "slot") + (f" ({where} named)" if hosts else "")
+            where = _count(reservation.slots, "slot") + " (hosts chosen when it starts)"
         text = f"expected to start at {format_ts(reservation.start_ts)} on {where}"
         text += " (reserved)"
         if reservation.running:
@@ -747,7 +747,7 @@ def start_estimate(core: SchedCore, jobid: int) -> str:
     if why is None:
         return ""
     policy = why.policy
-    name = f"the {policy.name.value} backfill policy"
+    name = f"the {policy.name} backfill policy"
     if policy.domain is not None:
         name += f" of queue {policy.domain!r}"
     if why.code is NoEstimateCode.GREEDY:

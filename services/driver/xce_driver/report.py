@@ -55,7 +55,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from xce_schemas import BackfillPolicy, SchedulerConfig
+from xce_schemas import SchedulerConfig
 
 from xce_driver.cluster.controller import REJECT_QUEUE_CLOSED
 from xce_driver.cluster.jobs import JobRecord
@@ -129,15 +129,21 @@ class Report:
 
 
 def backfill_label(config: SchedulerConfig) -> str:
-    """The backfill policy of a run, in words: the scheduler's (``hybrid`` with its
-    depth), then each queue's that overrides it (``easy; queue big: conservative``)."""
+    """The backfill policy of a run, in words: the scheduler's (with its depth and
+    parameters), then each queue's that overrides it (``easy; queue big:
+    conservative``)."""
 
-    def one(policy: BackfillPolicy, depth: int | None) -> str:
-        return f"hybrid, depth {depth}" if policy is BackfillPolicy.HYBRID else policy.value
+    def one(policy: str, depth: int | None, params: dict[str, bool | int]) -> str:
+        text = str(policy) + ("" if depth is None else f", depth {depth}")
+        return text + "".join(
+            f", {key}" if value is True else f", {key} {value}"
+            for key, value in sorted(params.items())
+            if value is not False
+        )
 
-    parts = [one(config.backfill, config.reservation_depth)]
+    parts = [one(config.backfill, config.reservation_depth, config.backfill_params)]
     parts += [
-        f"queue {queue.name}: {one(queue.backfill, queue.reservation_depth)}"
+        f"queue {queue.name}: {one(queue.backfill, queue.reservation_depth, queue.backfill_params)}"
         for queue in config.queues
         if queue.backfill is not None
     ]

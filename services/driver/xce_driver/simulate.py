@@ -128,8 +128,9 @@ def scheduler_config(
     policy: str,
     queues: Sequence[QueueSpec] = (),
     *,
-    backfill: BackfillPolicy = BackfillPolicy.GREEDY,
+    backfill: str = BackfillPolicy.GREEDY,
     reservation_depth: int | None = None,
+    backfill_params: Mapping[str, bool | int] | None = None,
     fairshare: FairShareConfig | None = None,
 ) -> SchedulerConfig:
     """The configuration pushed first: the picker, the backfill policy, the fair-share
@@ -154,6 +155,7 @@ def scheduler_config(
         queues=tuple(merged),
         backfill=backfill,
         reservation_depth=reservation_depth,
+        backfill_params=dict(backfill_params or {}),
         fairshare=fairshare,
     )
 
@@ -201,6 +203,24 @@ def check_queue_spec(spec: QueueSpec, names: Sequence[str], registry: PluginRegi
                 f"preemptible_queues[{index}]: queue {target!r} is defined nowhere "
                 f"(queues: {', '.join(names)})"
             )
+    if spec.backfill is not None:
+        check_backfill(spec, registry)
+
+
+def check_backfill(spec: SchedulerConfig | QueueSpec, registry: PluginRegistry) -> None:
+    """Check a configuration's (or a queue's) backfill policy as the core will make
+    it: registered, and its depth and parameters taken by its factory.
+
+    Raises:
+        ConfigError: starting with ``backfill: `` and saying what is wrong.
+    """
+    assert spec.backfill is not None
+    try:
+        registry.backfill_policies.get(spec.backfill)(
+            spec.reservation_depth, dict(spec.backfill_params)
+        )
+    except ConfigError as exc:
+        raise ConfigError(f"backfill: {exc}") from None
 
 
 def checked_config(
@@ -209,8 +229,9 @@ def checked_config(
     queues: Sequence[QueueSpec],
     registry: PluginRegistry,
     *,
-    backfill: BackfillPolicy = BackfillPolicy.GREEDY,
+    backfill: str = BackfillPolicy.GREEDY,
     reservation_depth: int | None = None,
+    backfill_params: Mapping[str, bool | int] | None = None,
     fairshare: FairShareConfig | None = None,
 ) -> SchedulerConfig:
     """``scheduler_config``, checked before any work: every picker and preemption
@@ -229,9 +250,11 @@ def checked_config(
         queues,
         backfill=backfill,
         reservation_depth=reservation_depth,
+        backfill_params=backfill_params,
         fairshare=fairshare,
     )
     check_queues(workload, config)
+    check_backfill(config, registry)
     names = [queue.name for queue in config.queues]
     for queue in config.queues:
         try:
@@ -261,8 +284,9 @@ def run_simulation(
     snapshot_interval: int = 0,
     progress: Callable[[int], None] | None = None,
     queues: Sequence[QueueSpec] = (),
-    backfill: BackfillPolicy = BackfillPolicy.GREEDY,
+    backfill: str = BackfillPolicy.GREEDY,
     reservation_depth: int | None = None,
+    backfill_params: Mapping[str, bool | int] | None = None,
     incremental: bool = True,
     fairshare: FairShareConfig | None = None,
 ) -> SimulationResult:
@@ -284,7 +308,8 @@ def run_simulation(
         progress: called with the number of jobs done as it grows.
         queues: queue definitions merged over the workload's queues by name (see
             ``scheduler_config``; ``--queues``).
-        backfill, reservation_depth: the backfill policy (``--backfill``; a queue's
+        backfill, reservation_depth, backfill_params: the backfill policy, its depth
+            and parameters (``--backfill``, ``--compress``; a queue's
             own, in ``queues``, overrides it for its jobs).
         incremental: incremental rounds (``SchedCore``'s ``incremental``); False
             only to measure what they save: the decisions are the same.
@@ -303,6 +328,7 @@ def run_simulation(
         registry,
         backfill=backfill,
         reservation_depth=reservation_depth,
+        backfill_params=backfill_params,
         fairshare=fairshare,
     )
     emulator: ClusterEmulator

@@ -28,10 +28,11 @@ from dataclasses import dataclass, field, replace
 from itertools import count
 from typing import TypeVar
 
-from xce_schemas import BackfillPolicy, HostStatus, JobAlloc, JobState, PendingCode
+from xce_schemas import HostStatus, JobAlloc, JobState, PendingCode
 
 from xce_core.alloc.outcome import FOREVER, Reservation, Unsatisfied
 from xce_core.alloc.planner import Frees, Planner
+from xce_core.backfill.policy import GREEDY, Policy
 from xce_core.backfill.profile import FreeProfile
 from xce_core.resreq.model import Resreq, is_plain
 from xce_core.runtime import effective_run_limit_s, expected_end_ns
@@ -69,46 +70,12 @@ Chains = dict[tuple[int, Reservation], int]
 #: room (``ParkingPicker``) pends for the reservations of these jobs.
 Names = dict[tuple[int, int, int | None], int]
 
-#: Reservations a policy makes in a session (``hybrid``'s is its own setting).
-_DEPTH = {
-    BackfillPolicy.GREEDY: 0,
-    BackfillPolicy.STRICT: 1,
-    BackfillPolicy.EASY: 1,
-    BackfillPolicy.CONSERVATIVE: 1 << 62,
-}
-
-
-#: The policies that plan a plain job's reservation on counts (``profile``): hosts
-#: bound when it starts. ``easy`` and ``strict`` name hosts when they plan (the
-#: one reservation they make takes busy-now hosts first, the textbook's extra
-#: slots), as the first releases did.
-_ON_COUNTS = frozenset({BackfillPolicy.HYBRID, BackfillPolicy.CONSERVATIVE})
-
-
-@dataclass(frozen=True, slots=True)
-class Policy:
-    """A job's backfill policy: its name, its reservation depth, and the domain
-    that depth is counted in (the queue that overrides, or None: the scheduler's)."""
-
-    name: BackfillPolicy
-    depth: int
-    domain: str | None
-
-    @property
-    def on_counts(self) -> bool:
-        """Whether a plain job's reservation is a count of slots over its window
-        (``backfill.profile``), its hosts chosen when it starts."""
-        return self.name in _ON_COUNTS
-
 
 def policy_of(state: ClusterState, queue: Queue) -> Policy:
-    """The backfill policy of ``queue``'s jobs: the queue's own, else the scheduler's."""
-    config = state.config
-    if queue.backfill is not None:
-        name, depth, domain = queue.backfill, queue.reservation_depth, queue.name
-    else:
-        name, depth, domain = config.backfill, config.reservation_depth, None
-    return Policy(name, depth if name is BackfillPolicy.HYBRID and depth else _DEPTH[name], domain)
+    """The backfill policy of ``queue``'s jobs: the queue's own, else the scheduler's
+    (as the core resolved them from the configuration: ``ClusterState.policies``)."""
+    policies = state.policies
+    return policies.get(queue.name if queue.backfill is not None else None, GREEDY)
 
 
 def backfills(state: ClusterState) -> bool:
@@ -119,9 +86,7 @@ def backfills(state: ClusterState) -> bool:
     release did."""
     if state.preemptions or state.to_resume:
         return True
-    if state.config.backfill is not BackfillPolicy.GREEDY:
-        return True
-    return any(q.backfill not in (None, BackfillPolicy.GREEDY) for q in state.queues.values())
+    return any(policy.reserves for policy in state.policies.values())
 
 
 def run_limit_ns(state: ClusterState, job: Job) -> int | None:
@@ -247,7 +212,10 @@ class ReservationBook:
     # the first to take a free host holds it, but every one naming it needs it.
     _naming: dict[str, list[tuple[int, int, int, int]]] = field(default_factory=dict)
     _named: int = 0
-    _reasons: dict[tuple[bool, ...], Unsatisfied] = field(default_factory=dict)  # by ``open_to``
+    # by ``open_to`` and the standing reservations that bear on the job
+    _reasons: dict[tuple[tuple[bool, ...], tuple[int, ...]], Unsatisfied] = field(
+        default_factory=dict
+    )
     _planner: Planner | None = None
     memo: PlanMemo = field(default_factory=PlanMemo)
     plans_made: Plans = field(default_factory=dict)
@@ -269,13 +237,58 @@ class ReservationBook:
     #: only when the profile has its slots over its whole window (it delays none).
     counted: int = 0
     _end_times: list[int] = field(default_factory=list)  # running jobs' expected ends, ns
+    #: Under compression (``Policy.compress``), the reservations on counts of the last
+    #: round whose jobs have not had their turn yet: they stand in the profile while
+    #: the others are planned, by jobid.
+    standing: dict[int, Reservation] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         self.memo.begin(self.state)
         policies = [policy_of(self.state, queue) for queue in self.state.queues.values()]
-        self.reserving = {
-            p.domain: p.depth for p in policies if p.name is not BackfillPolicy.GREEDY
-        }
+        self.reserving = {p.domain: p.depth for p in policies if p.reserves}
+        compressing = {p.domain for p in policies if p.compress}
+        if compressing and self.previous:
+            self._stand(compressing)
+
+    def _stand(self, compressing: set[str | None]) -> None:
+        """Compression: the last round's reservations on counts of pending jobs in
+        ``compressing`` domains stand in the profile from the start, so no job
+        (earlier in the order or not) takes room one of them was promised; each is
+        planned again at its job's turn (``turn``), never later than it was while
+        it still fits."""
+        state = self.state
+        standing = {}
+        for jobid, reservation in self.previous.items():
+            job = state.jobs.get(jobid)
+            if (
+                reservation.count
+                and job is not None
+                and job.state is JobState.PEND
+                and policy_of(state, state.queues[job.queue]).domain in compressing
+            ):
+                standing[jobid] = reservation
+        if standing:
+            profile = self.free_profile()
+            for reservation in standing.values():
+                profile.take(reservation.start_ts, reservation.until, reservation.slots)
+            self.standing = standing
+            self.counted += len(standing)
+
+    def turn(self, job: Job) -> None:
+        """``job``'s turn in the session begins: under compression, its standing
+        reservation leaves the profile, to be planned again (or to start)."""
+        reservation = self.standing.pop(job.jobid, None)
+        if reservation is not None:
+            assert self.profile is not None
+            self.profile.give(reservation.start_ts, reservation.until, reservation.slots)
+            self.counted -= 1
+
+    def keep_unturned(self) -> None:
+        """The session ends before some jobs' turns (it was cancelled): their
+        standing reservations stay theirs (``reservations``)."""
+        for reservation in self.standing.values():
+            self.reservations.append(reservation)
+        self.standing.clear()
 
     # --- reserving -------------------------------------------------------------------
 
@@ -967,20 +980,25 @@ class ReservationBook:
         return outcome
 
     def reserved_for(self, job: Job) -> Unsatisfied:
-        """RESERVED: the jobs whose reservations start before ``job`` would end."""
+        """RESERVED: the jobs whose reservations start before ``job`` would end (those
+        made this session, and under compression those still standing)."""
         flags = self.open_to(job)
-        reason = self._reasons.get(flags)
+        end = self.end_of(job)
+        standing: tuple[int, ...] = ()
+        if self.standing:
+            standing = tuple(sorted(j for j, r in self.standing.items() if r.start_ts < end))
+        key = (flags, standing)
+        reason = self._reasons.get(key)
         if reason is None:
-            ahead = sorted(
-                r.jobid for r, open_ in zip(self.reservations, flags[1:], strict=True) if not open_
-            )
+            made = zip(self.reservations, flags[1:], strict=True) if flags else ()
+            ahead = sorted([r.jobid for r, open_ in made if not open_] + list(standing))
             jobs = f"job{'s' if len(ahead) > 1 else ''} {', '.join(map(str, ahead))}"
             why = (
                 "expected to start before this job would end"
-                if flags[0]
+                if end < FOREVER
                 else "and this job has no run limit"
             )
-            reason = self._reasons[flags] = Unsatisfied(
+            reason = self._reasons[key] = Unsatisfied(
                 PendingCode.RESERVED, resolvable=True, detail=f"reserved for {jobs}, {why}"
             )
         return reason

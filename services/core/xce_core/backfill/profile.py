@@ -67,8 +67,16 @@ class FreeProfile:
         """Hold ``slots`` over ``[start, end)`` (ns; ``end`` ``FOREVER``: from
         ``start`` on): a reservation's window, or a job started now until its
         expected end. A start before now counts from now."""
-        if slots <= 0:
-            return
+        if slots > 0:
+            self._change(start, end, -slots)
+
+    def give(self, start: int, end: int, slots: int) -> None:
+        """Give back ``slots`` held over ``[start, end)`` with ``take`` (a standing
+        reservation taken out to be planned again)."""
+        if slots > 0:
+            self._change(start, end, slots)
+
+    def _change(self, start: int, end: int, delta: int) -> None:
         start = max(start, self.now)
         if end <= start:
             return
@@ -76,7 +84,7 @@ class FreeProfile:
         last = len(self.times) if end >= FOREVER else self._step(end)
         free = self.free
         for index in range(first, last):
-            free[index] -= slots
+            free[index] += delta
 
     def least(self, start: int, end: int) -> int:
         """The fewest slots free at any instant of ``[start, end)`` (ns)."""
