@@ -35,7 +35,7 @@ from xce_schemas import Dispatch, JobAlloc, JobState, NewSession, Pend, PendingC
 from xce_core.alloc.job import job_never_fits
 from xce_core.alloc.outcome import Unsatisfied
 from xce_core.alloc.primary import SHORT
-from xce_core.backfill import Policy, ReservationBook, policy_of
+from xce_core.backfill import Policy, ReservationBook, owe_preemptors, owe_resumes, policy_of
 from xce_core.errors import SessionCancelled
 from xce_core.preempt.preemptor import FINAL, Plan
 from xce_core.preempt.resume import suspended_by_preemption
@@ -144,10 +144,10 @@ class Session:
         core.on_decision(NewSession(ts=session.start_ts, session=session.number))
         book = session.book
         if book is not None:  # room owed to a preemptor is not the resumes' either
-            book.owe_preemptors()
+            owe_preemptors(book)
         core.resume_preempted(session)
         if book is not None:
-            book.owe_resumes(suspended_by_preemption(core.state, in_flight=False))
+            owe_resumes(book, suspended_by_preemption(core.state, in_flight=False))
         picker = core.picker
         picker.begin_session()
         try:

@@ -1,169 +1,33 @@
-"""Backfill policies: for which blocked jobs a session reserves room, and the room
-it holds for them while it goes on (DESIGN "Time-aware scheduling").
+"""One session's reservations and the room they hold while it goes on (DESIGN
+"Time-aware scheduling").
 
-Order and policy are separate: the picker decides the order in which pending jobs
-are tried; the policy decides whether a job that does not fit holds back the jobs
-behind it. Every policy is one algorithm with a *reservation depth* (flux-sched's
-qmanager): ``greedy`` reserves for none (first fit: every job that fits starts),
-``easy`` for the first blocked job, ``hybrid`` for the first N, ``conservative``
-for all; ``strict`` reserves for the first and starts nothing after it.
-
-A policy is global (``SchedulerConfig.backfill``) with a per-queue override
-(``QueueSpec.backfill``); a queue that overrides counts its own depth, the others
-share the global one. Only a job that could run once room frees (an unsatisfied
-allocation that is *resolvable*) is blocked: a job that can never run blocks nobody.
-
-``ReservationBook`` keeps one session's reservations (``alloc.planner.Reservation``)
-and holds the free room each takes now on the real state (*phantom* holds, given
-back when the session ends), so a later job does not take it; a job whose run
-limit ends it before a reservation starts may use that reservation's room, and
-takes it before unreserved room (the index offers those hosts first).
+``ReservationBook`` keeps a session's reservations (``alloc.outcome.Reservation``):
+it plans them (on counts, on the free profile, ``profile``; or naming hosts, with
+``alloc.planner``), holds the free room a reservation naming hosts takes now on the
+real state (*phantom* holds, given back when the session ends) so that a later job
+does not take it, and lets a job that ends before a reservation starts use its room
+(the index offers those hosts first). Only a job that could run once room frees (an
+unsatisfied allocation that is *resolvable*) is blocked: a job that can never run
+blocks nobody. Whom a session reserves for is its policy's (``policy``); room owed
+to a preemptor or a resume is ``owed``'s.
 """
 
 from __future__ import annotations
 
 import bisect
-from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field, replace
-from itertools import count
-from typing import TypeVar
+from collections.abc import Callable
+from dataclasses import dataclass, field
 
 from xce_schemas import HostStatus, JobAlloc, JobState, PendingCode
 
 from xce_core.alloc.outcome import FOREVER, Reservation, Unsatisfied
-from xce_core.alloc.planner import Frees, Planner
-from xce_core.backfill.policy import GREEDY, Policy
+from xce_core.alloc.planner import Planner
+from xce_core.backfill.memo import Chains, Check, Names, Plan, PlanMemo, Plans
+from xce_core.backfill.policy import Policy, policy_of
 from xce_core.backfill.profile import FreeProfile
+from xce_core.backfill.times import on_the_clock, run_limit_ns
 from xce_core.resreq.model import Resreq, is_plain
-from xce_core.runtime import effective_run_limit_s, expected_end_ns
-from xce_core.state import ClusterState, Job, Queue
-
-NS = 1_000_000_000
-
-#: A job's plan in a session: its reservation (None: no instant in view), the room
-#: of it free now to hold ``(host, slots)``, when it was planned (ns), the instant
-#: until which a later session may reuse it (ns, exclusive), and the instant before
-#: which a start was looked for (ns; ``FOREVER``: any).
-Plan = tuple[Reservation | None, tuple[tuple[str, int], ...], int, int, int]
-
-#: Plans made by counting in a session, for the next one to reuse, by (jobid,
-#: tasks, run limit ns, plan version, hosts version, chain of the earlier
-#: reservations).
-Plans = dict[tuple[object, ...], Plan]
-
-#: What a session found of a job's kept reservation (its reservation of the round
-#: before) under a plan's key: the reservation (the same object: ``previous``
-#: hands the last session's on), whether it still fits bar its start having come
-#: (``ReservationBook._still_fits``), and its room free now (``_room_now``; None:
-#: not looked at). Both rest only on what the key holds, as the plan does.
-Check = tuple[Reservation, bool, tuple[tuple[str, int], ...] | None]
-
-#: A session's reservations as made in turn, for the next session to name the same
-#: list by the same number (a *chain*: 0 is the empty list): ``(chain of the list
-#: before, the reservation added) → chain``. A plan's key holds the chain of the
-#: reservations before it, so each reservation is hashed once, when it is added,
-#: and not once per later plan's key; a match is exact (compared by value).
-Chains = dict[tuple[int, Reservation], int]
-
-#: The same for whom the reservations are, alone (*names*): ``(names before, jobid,
-#: the priority its room yields to or None) → names``. A job parked for reserved
-#: room (``ParkingPicker``) pends for the reservations of these jobs.
-Names = dict[tuple[int, int, int | None], int]
-
-
-def policy_of(state: ClusterState, queue: Queue) -> Policy:
-    """The backfill policy of ``queue``'s jobs: the queue's own, else the scheduler's
-    (as the core resolved them from the configuration: ``ClusterState.policies``)."""
-    policies = state.policies
-    return policies.get(queue.name if queue.backfill is not None else None, GREEDY)
-
-
-def backfills(state: ClusterState) -> bool:
-    """Whether a session on ``state`` needs a book: some queue's policy is other
-    than ``greedy`` (it reserves), or room may be owed (a preemption is in flight,
-    or a job suspended by a preemption waits to be resumed: ``owe_preemptors``,
-    ``owe_resumes``), under every policy. Else none: first fit, as the first
-    release did."""
-    if state.preemptions or state.to_resume:
-        return True
-    return any(policy.reserves for policy in state.policies.values())
-
-
-def run_limit_ns(state: ClusterState, job: Job) -> int | None:
-    """The job's run limit in force, ns (``runtime.effective_run_limit_s``); None:
-    not known."""
-    limit = effective_run_limit_s(job, state.queues.get(job.queue))
-    return None if limit is None else limit * NS
-
-
-def expected_end(state: ClusterState, job: Job, now: int) -> int:
-    """When a running job is expected to end, ns (``runtime.expected_end_ns``: start
-    + run limit + time suspended; a job past it is expected to end now); one with no
-    run limit never (``FOREVER``)."""
-    end = expected_end_ns(job, state.queues.get(job.queue), now)
-    return FOREVER if end is None else end
-
-
-_Link = TypeVar("_Link", tuple[int, Reservation], tuple[int, int, int | None])
-
-
-@dataclass(slots=True)
-class PlanMemo:
-    """What one session's planning leaves the next to reuse, owned by the core.
-
-    Caches, not state: a snapshot leaves them out, and a session without them plans
-    afresh, to the same reservations.
-
-    Attributes:
-        plans: the last session's plans made by counting (``ReservationBook.plans_made``).
-        checks: the last session's checks of kept reservations, by the same keys
-            (``ReservationBook.checks_made``).
-        chains: the last session's chains (``ReservationBook.chains_made``).
-        names: the last session's names (``ReservationBook.names_made``).
-        chain_ids: the numbers of new chains and names (never one twice).
-        frees: for running jobs, the hosts each gives back on ending that take jobs
-            (one-slot hosts, ``alloc.planner._Counted``): ``jobid → (allocation,
-            (host names, host positions))``, valid while the allocation is the
-            job's and the hosts keep their shape (``hosts_version``).
-        hosts_version: ``ClusterState.hosts_version`` when ``frees`` was begun.
-    """
-
-    plans: Plans = field(default_factory=dict)
-    checks: dict[tuple[object, ...], Check] = field(default_factory=dict)
-    chains: Chains = field(default_factory=dict)
-    names: Names = field(default_factory=dict)
-    chain_ids: Iterator[int] = field(default_factory=lambda: count(1))
-    frees: Frees = field(default_factory=dict)
-    hosts_version: int = -1
-    #: For running jobs, the slots each gives back on ending on hosts that take
-    #: jobs: ``jobid → (allocation, slots)``, valid as ``frees`` is.
-    gives_back: dict[int, tuple[JobAlloc, int]] = field(default_factory=dict)
-    #: The slots of the hosts that take jobs (``ReservationBook.could_run``), with the
-    #: ``ClusterState.hosts_version`` they were counted at.
-    usable: tuple[int, int] = (-1, 0)
-
-    def number(self, last: dict[_Link, int], made: dict[_Link, int], link: _Link) -> int:
-        """The number of a chain (or names) extended by ``link``: the last session's
-        for an equal link, else a new one; noted in this session's ``made``."""
-        known = last.get(link)
-        number = made[link] = next(self.chain_ids) if known is None else known
-        return number
-
-    def begin(self, state: ClusterState) -> None:
-        """A session begins on ``state``: forget what its hosts' shape no longer
-        supports, and the jobs that no longer run (amortised: when they outnumber
-        the running ones)."""
-        frees = self.frees
-        if self.hosts_version != state.hosts_version:
-            frees.clear()
-            self.gives_back.clear()
-            self.hosts_version = state.hosts_version
-        elif len(frees) > 2 * len(state.running) + 1024:
-            running = state.running
-            self.frees = {jobid: pair for jobid, pair in frees.items() if jobid in running}
-        if len(self.gives_back) > 2 * len(state.running) + 1024:
-            running = state.running
-            self.gives_back = {j: pair for j, pair in self.gives_back.items() if j in running}
+from xce_core.state import ClusterState, Job
 
 
 @dataclass(slots=True)
@@ -370,11 +234,11 @@ class ReservationBook:
             # job's start would drift later round after round.
             reservation, held = kept, dict(self._kept_room(key, kept))
             self.fit[id(kept)] = kept
-        reservation = _on_the_clock(reservation)
+        reservation = on_the_clock(reservation)
         if reservation is None:
             self.unplanned.append(job.jobid)
             return None
-        self._add(reservation, held)
+        self.add(reservation, held)
         return reservation
 
     def _count_in(self, policy: Policy) -> None:
@@ -390,21 +254,22 @@ class ReservationBook:
         around every reservation made before it), planned afresh each session, in
         queue order; no host named (they are chosen when it starts)."""
         profile = self.free_profile()
-        run_ns = run_limit_ns(self.state, job)
-        start = profile.earliest(job.tasks, FOREVER if run_ns is None else run_ns)
+        end_now = self.end_of(job)  # (now + run limit: looked up once a session)
+        length = FOREVER if end_now >= FOREVER else end_now - self.now
+        start = profile.earliest(job.tasks, length)
         self._count_in(policy)
         reservation = None
         if start is not None:
-            end = None if run_ns is None else start + run_ns
+            end = None if length >= FOREVER else start + length
             running = bisect.bisect_right(self._end_times, start)
-            reservation = _on_the_clock(
+            reservation = on_the_clock(
                 Reservation(job.jobid, start, end, (), running=running, count=job.tasks)
             )
         if reservation is None:
             self.unplanned.append(job.jobid)
             return None
         self.counted += 1
-        self._add(reservation, {})
+        self.add(reservation, {})
         return reservation
 
     def free_profile(self) -> FreeProfile:
@@ -478,9 +343,9 @@ class ReservationBook:
         if reservation is not None:
             until = min(until, reservation.start_ts)
             before = FOREVER  # the earliest start there is
-        return (reservation, self._room_now(reservation), self.now, until, before)
+        return (reservation, self.room_now(reservation), self.now, until, before)
 
-    def _add(
+    def add(
         self, reservation: Reservation, held: dict[str, int], yields_to: int | None = None
     ) -> None:
         """Book ``reservation`` and hold ``held``, its room free now."""
@@ -493,10 +358,13 @@ class ReservationBook:
         self.reservations.append(reservation)
         if self.profile is not None:
             self.profile.take(reservation.start_ts, reservation.until, reservation.slots)
-        memo = self.memo
-        self._chain = memo.number(memo.chains, self.chains_made, (self._chain, reservation))
-        named = (self._names, reservation.jobid, yields_to)
-        self._names = memo.number(memo.names, self.names_made, named)
+        if not self.counted:
+            # (Chains key plans made by counting hosts, names the jobs parked for
+            # reserved room: neither is used around reservations on counts.)
+            memo = self.memo
+            self._chain = memo.number(memo.chains, self.chains_made, (self._chain, reservation))
+            named = (self._names, reservation.jobid, yields_to)
+            self._names = memo.number(memo.names, self.names_made, named)
         self._latest = max(self._latest, reservation.start_ts)
         self._held.append(held)
         self._yields_to.append(yields_to)
@@ -504,75 +372,7 @@ class ReservationBook:
         if self.now < reservation.until < self._first_end:
             self._first_end = reservation.until
 
-    # --- room owed (held before any job is tried) ---------------------------------------
-
-    def owe_preemptors(self) -> None:
-        """Hold for each preemption in flight the room its suspended victims freed,
-        for the preemptor alone, from now until it starts or its preemption is given
-        up (also while its queue holds it: the preemption stays in flight), under
-        every policy, ``greedy`` included: no other job (nor a resume) takes it, so
-        one preemption is enough. The holds are taken at once (resumes come next)."""
-        state, now = self.state, self.now
-        for jobid in sorted(state.preemptions):
-            job = state.jobs.get(jobid)
-            if job is None or job.state is not JobState.PEND:
-                continue
-            freed = [
-                victim
-                for v in state.preemptions[jobid].victims
-                if (victim := state.jobs.get(v)) is not None and victim.state is JobState.SUSP
-            ]
-            hosts = _slots_of(freed)
-            if hosts:
-                end = self.end_of(job)
-                owed = _on_the_clock(
-                    Reservation(jobid, now, None if end == FOREVER else end, hosts)
-                )
-                if owed is not None:
-                    self._add(owed, dict(self._room_now(owed)))
-        if self.reservations:
-            self.hold()
-
-    def owe_resumes(self, suspended: list[Job]) -> None:
-        """Hold for each job suspended by a preemption (and not its victim still) its
-        own hosts, from when the running jobs' expected ends leave them room for it:
-        a job of equal or lower priority may take that room only if it ends before
-        then (backfilling around the resume, not over it). Under every policy,
-        ``greedy`` included."""
-        state, now = self.state, self.now
-        if not suspended:
-            return
-        for job in suspended:
-            hosts = _slots_of([job])
-            start = now
-            for name, slots in hosts:
-                host = state.hosts[name]
-                if host.status is not HostStatus.OK:
-                    start = FOREVER
-                    break
-                free = host.slots - host.used
-                for at, frees in sorted(self._running_on(name)):
-                    if free >= slots:
-                        break
-                    free += frees
-                    start = max(start, at)
-                if free < slots:
-                    start = FOREVER
-            if start == FOREVER:
-                continue
-            left = expected_end(state, job, now) - now
-            until = None if left >= FOREVER - now else start + left
-            rests_on = sum(
-                1
-                for jobs in state.running_on.values()
-                for jobid in jobs
-                if now < self._expected_end(state.running[jobid]) <= start
-            )
-            owed = _on_the_clock(Reservation(job.jobid, start, until, hosts, running=rests_on))
-            if owed is not None:
-                self._add(owed, dict(self._room_now(owed)), yields_to=job.priority)
-
-    def _room_now(self, reservation: Reservation | None) -> tuple[tuple[str, int], ...]:
+    def room_now(self, reservation: Reservation | None) -> tuple[tuple[str, int], ...]:
         """The part of a reservation's room that is free now and not held already
         for another: ``(host, slots)`` to hold. On a host of several slots, what
         running jobs there give back by its start is not held now: only the rest
@@ -604,7 +404,7 @@ class ReservationBook:
                 # (only the first reservation naming a host counts on what running
                 # jobs free there: the others hold all they need)
                 start = reservation.start_ts
-                slots -= sum(n for end, n in self._running_on(name) if end <= start)
+                slots -= sum(n for end, n in self.running_on(name) if end <= start)
             take = min(slots, free)
             if take > 0:
                 out.append((name, take))
@@ -632,10 +432,10 @@ class ReservationBook:
         the same plan key (``_kept_fits``) once looked at, and noted there."""
         check = None if key is None else self.checks_made.get(key)
         if check is None or check[0] is not kept:
-            return self._room_now(kept)
+            return self.room_now(kept)
         if check[2] is None:
             assert key is not None
-            check = self.checks_made[key] = (kept, check[1], self._room_now(kept))
+            check = self.checks_made[key] = (kept, check[1], self.room_now(kept))
         assert check[2] is not None
         return check[2]
 
@@ -668,7 +468,7 @@ class ReservationBook:
             host = state.hosts.get(name)
             if host is None or host.status is not HostStatus.OK:
                 return False
-            busy = sum(taken for end, taken in self._running_on(name) if end > start)
+            busy = sum(taken for end, taken in self.running_on(name) if end > start)
             held = sum(
                 taken
                 for _, other_start, other_until, taken in naming.get(name, ())
@@ -678,7 +478,7 @@ class ReservationBook:
                 return False
         return True
 
-    def _running_on(self, name: str) -> list[tuple[int, int]]:
+    def running_on(self, name: str) -> list[tuple[int, int]]:
         """The running jobs on host ``name`` with their expected ends: ``(end ns,
         slots)``."""
         running = self.state.running
@@ -686,10 +486,10 @@ class ReservationBook:
         for jobid in self.state.running_on.get(name, ()):
             job = running[jobid]
             assert job.alloc is not None
-            out.append((self._expected_end(job), job.alloc.slots_by_host().get(name, 0)))
+            out.append((self.expected_end_of(job), job.alloc.slots_by_host().get(name, 0)))
         return out
 
-    def _expected_end(self, job: Job) -> int:
+    def expected_end_of(self, job: Job) -> int:
         """``expected_end`` of a running job (``ClusterState.expected_end``)."""
         return self.state.expected_end(job, self.now)
 
@@ -714,9 +514,9 @@ class ReservationBook:
         """A job started this session: the planner's view and the free profile hold
         it until its expected end."""
         if self._planner is not None:
-            self._planner.started(job, self._expected_end(job))
+            self._planner.started(job, self.expected_end_of(job))
         if self.profile is not None:
-            end = self._expected_end(job)
+            end = self.expected_end_of(job)
             self.profile.take(self.now, end, self._gives_back(job))
             bisect.insort(self._end_times, max(end, self.now))
 
@@ -772,7 +572,7 @@ class ReservationBook:
         one), their latest start (ns), the free slots outside the room they hold
         now, and the free slots were none held (slots)."""
         free = self.unreserved_free()
-        names = -1 if self.reserving else self._names
+        names = -1 if self.reserving or self.counted else self._names
         return (names, self._latest, free - self._phantom_slots, free)
 
     def closed_to_all(self, job: Job) -> bool:
@@ -1029,21 +829,6 @@ class ReservationBook:
             held.clear()
 
 
-#: The end of the clock: timestamps are unsigned 64-bit ns (``TimestampNs``).
-_CLOCK_END = 1 << 64
-
-
-def _on_the_clock(reservation: Reservation | None) -> Reservation | None:
-    """A reservation as the clock can tell it: none when it would start past the
-    clock's end (run limits of centuries add up), without an end when it would end
-    past it (it holds its room from its start on, as a job with no run limit)."""
-    if reservation is None or reservation.start_ts >= _CLOCK_END:
-        return None
-    if reservation.end_ts is not None and reservation.end_ts >= _CLOCK_END:
-        return replace(reservation, end_ts=None)
-    return reservation
-
-
 def _bound(kept: Reservation | None, policy: Policy) -> int:
     """The instant before which a fresh plan can replace ``kept`` (``_later``): the
     search looks no further (ns; ``FOREVER`` without one)."""
@@ -1062,16 +847,6 @@ def _later(planned: Reservation, kept: Reservation, policy: Policy) -> bool:
     if policy.depth > 1:
         return planned.start_ts >= kept.start_ts
     return planned.start_ts > kept.start_ts
-
-
-def _slots_of(jobs: list[Job]) -> tuple[tuple[str, int], ...]:
-    """The slots the allocations of ``jobs`` hold, by host, in their order."""
-    out: dict[str, int] = {}
-    for job in jobs:
-        assert job.alloc is not None
-        for name, slots in job.alloc.slots_by_host().items():
-            out[name] = out.get(name, 0) + slots
-    return tuple(out.items())
 
 
 def _plain(job: Job) -> bool:

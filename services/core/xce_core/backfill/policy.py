@@ -21,9 +21,12 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from xce_core.errors import ConfigError
+
+if TYPE_CHECKING:  # (the state holds the policies: no import loop)
+    from xce_core.state import ClusterState, Queue
 
 #: A policy's parameters as the wire carries them (``backfill_params``).
 Params = Mapping[str, bool | int]
@@ -174,3 +177,21 @@ GREEDY = Policy("greedy", 0)
 def in_domain(policy: Policy, domain: str | None) -> Policy:
     """``policy`` counting its depth in ``domain`` (a queue's name, or None)."""
     return policy if policy.domain == domain else replace(policy, domain=domain)
+
+
+def policy_of(state: ClusterState, queue: Queue) -> Policy:
+    """The backfill policy of ``queue``'s jobs: the queue's own, else the scheduler's
+    (as the core resolved them from the configuration: ``ClusterState.policies``)."""
+    policies = state.policies
+    return policies.get(queue.name if queue.backfill is not None else None, GREEDY)
+
+
+def backfills(state: ClusterState) -> bool:
+    """Whether a session on ``state`` needs a book: some queue's policy is other
+    than ``greedy`` (it reserves), or room may be owed (a preemption is in flight,
+    or a job suspended by a preemption waits to be resumed: ``owe_preemptors``,
+    ``owe_resumes``), under every policy. Else none: first fit, as the first
+    release did."""
+    if state.preemptions or state.to_resume:
+        return True
+    return any(policy.reserves for policy in state.policies.values())
