@@ -91,3 +91,29 @@ def test_a_job_that_needs_hosts_that_are_down_holds_nobody_back(backfill: str) -
     assert sc.core.state.reservations[3].start_ts == 100 * NS
     sc.finish(1, at_s=100)
     assert sc.round(100)[0] == ("DISPATCH", 3, ("h1", "h2", "h3", "h4"))
+
+
+def test_under_strict_a_job_that_can_never_run_says_so_behind_a_blocked_one() -> None:
+    """Not ``ORDER_BLOCKED`` ("a job ahead of it cannot start"): its own reason, at
+    once, so its controller can reject it (it was told only when its turn came)."""
+    sc = (
+        cluster()
+        .hosts_n(4)
+        .configure(backfill=BackfillPolicy.STRICT)
+        .job(1, tasks=2, run_limit_s=100)  # J1.T2.L100  h1-h2 until 100
+        .build()
+    )
+    sc.round(0)
+    sc.submit(
+        job_spec(2, tasks=4, run_limit_s=10, submit_s=1),  # J2.T4  blocked: holds the queue
+        job_spec(3, tasks=9, submit_s=1),  # J3.T9  larger than the cluster
+        job_spec(4, resreq="select[hname==elsewhere]", submit_s=1),  # J4  no host selected
+        job_spec(5, tasks=1, submit_s=1),  # J5.T1  held back behind J2
+        at_s=1,
+    )
+    assert sc.round(1) == [
+        ("PEND", 2, "NOT_ENOUGH_SLOTS"),
+        ("PEND", 3, "JOB_LARGER_THAN_CLUSTER"),
+        ("PEND", 4, "NO_HOST_SELECTED"),
+        ("PEND", 5, "ORDER_BLOCKED"),
+    ]

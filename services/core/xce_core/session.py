@@ -244,7 +244,11 @@ class Session:
         if book is not None and book.standing:
             book.turn(job)
         if book is not None and book.blocked and self._policy(queue).domain in book.blocked:
-            return ORDER_BLOCKED, FINAL
+            # A job that can never run says so (its controller may reject it now),
+            # rather than that a job ahead of it cannot start.
+            core = self.core
+            never = job_never_fits(job, job.request, core.state, core.never)
+            return (ORDER_BLOCKED if never is None else never), FINAL
         held = self._readiness(job, queue)
         if held is not None:
             # Held whatever room it gets; a preemption in flight for it stays in
