@@ -28,6 +28,7 @@ from benchmarks.naive_fcfs import simulate as naive_fcfs
 from tests.driver.conftest import shared_trace
 from tests.test_oracle_easy import CASE_IDS as EASY_CASE_IDS
 from tests.test_oracle_easy import CASES as EASY_CASES
+from tests.test_oracle_easy import _check_schedule
 
 # The three-host case: J3 is blocked behind J1 and J2; J4 comes later.
 THREE_HOSTS: list[Job] = [
@@ -282,21 +283,6 @@ def test_a_negative_depth_is_refused() -> None:
 
 
 # --- whole schedules: trace prefixes and random workloads ------------------------------------
-
-
-def _check_schedule(jobs: list[Job], hosts: int, starts: dict[int, int]) -> None:
-    """Every job that fits the cluster starts, at or after its submission, and the
-    slots in use never exceed the cluster."""
-    assert set(starts) == {job[0] for job in jobs if job[3] <= hosts}
-    events: list[tuple[int, int]] = []
-    for jobid, submit, run, tasks, _ in jobs:
-        if jobid in starts:
-            assert starts[jobid] >= submit
-            events += [(starts[jobid] + run, -tasks), (starts[jobid], tasks)]
-    in_use = 0
-    for _, delta in sorted(events):  # at one instant, ends (negative) first
-        in_use += delta
-        assert in_use <= hosts
 
 
 @cache

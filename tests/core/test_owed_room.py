@@ -78,10 +78,9 @@ class Cluster:
         return None if job is None else job.state
 
 
-def preempt_over_two_rounds(backfill: str) -> Cluster:
-    """Jobs 1 and 2 (low) run on h0 and h1; job 3 (high, two hosts) preempts both;
-    job 1 suspends, then job 4 (low, one host) arrives and a round runs before job
-    2 suspends."""
+def preempt_both(backfill: str) -> Cluster:
+    """Jobs 1 and 2 (low) run on h0 and h1; at 10 job 3 (high, two hosts) preempts
+    both."""
     c = Cluster(backfill)
     c.submit(0, 1, "low", 1, 1000)
     c.submit(0, 2, "low", 1, 1000)
@@ -89,6 +88,14 @@ def preempt_over_two_rounds(backfill: str) -> Cluster:
     c.submit(10, 3, "high", 2, 100)
     c.round(10)
     assert [p.victim_jobids for p in c.kinds("PREEMPT")] == [(1, 2)]
+    return c
+
+
+def preempt_over_two_rounds(backfill: str) -> Cluster:
+    """Jobs 1 and 2 (low) run on h0 and h1; job 3 (high, two hosts) preempts both;
+    job 1 suspends, then job 4 (low, one host) arrives and a round runs before job
+    2 suspends."""
+    c = preempt_both(backfill)
     c.change(11, 1, JobState.SUSP)
     c.submit(12, 4, "low", 1, 1000)
     c.round(12)
@@ -140,13 +147,7 @@ def test_a_held_preemptor_keeps_its_preemption_and_its_victims_room(
     suspend: the preemption stays in flight (no second PREEMPT of the same victims),
     the victims stay suspended, and the room they freed waits for job 3, not for
     job 4 (low, one host), which would fit there."""
-    c = Cluster(backfill)
-    c.submit(0, 1, "low", 1, 1000)
-    c.submit(0, 2, "low", 1, 1000)
-    c.round(0)
-    c.submit(10, 3, "high", 2, 100)
-    c.round(10)
-    assert [p.victim_jobids for p in c.kinds("PREEMPT")] == [(1, 2)]
+    c = preempt_both(backfill)
     c.high(11, **HOLDS[hold])
     c.round(11)
     reason = c.core.state.jobs[3].pend_reason
