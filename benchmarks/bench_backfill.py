@@ -1,7 +1,7 @@
 """Benchmark: the backfill policies on whole real traces, wall time against ``greedy``.
 
     python -m benchmarks.bench_backfill [--traces SDSC KTH ...] [--max-jobs N]
-        [--policies greedy strict easy conservative] [--swf-estimate requested|exact]
+        [--policies greedy strict easy hybrid:4 conservative] [--swf-estimate requested|exact]
         [--repeat N]
 
 For each trace and policy it prints the simulation's best wall time over ``--repeat``
@@ -12,7 +12,9 @@ far less between runs), every run's wall time, the mean wait, mean
 bounded slowdown and utilization, and for policies that reserve, the mean absolute
 error of the first predicted start times against the actual starts. Under ``easy``
 it also checks every start against the textbook EASY oracle
-(``benchmarks/naive_easy.py``). Figures only: no assertion on time (targets are read
+(``benchmarks/naive_easy.py``), under ``hybrid:N`` and ``conservative`` every start
+and first prediction against the textbook count model
+(``benchmarks/naive_conservative.py``). Figures only: no assertion on time (targets are read
 by people: ``easy`` at most 1.5 times ``greedy``, ``conservative`` at most 3 times).
 """
 
@@ -30,6 +32,7 @@ from xce_driver.workloads.swf import read_swf
 from xce_schemas import BackfillPolicy
 
 from benchmarks.bench_simulate import TRACES, WORKLOADS
+from benchmarks.naive_conservative import simulate as count_model
 from benchmarks.naive_easy import simulate as naive_easy
 
 COLUMNS = (
@@ -49,11 +52,28 @@ COLUMNS = (
 )
 
 
-def _oracle_agrees(result: SimulationResult, workload_jobs: list, hosts: int) -> str:
+def _oracle_agrees(result: SimulationResult, workload_jobs: list, hosts: int, policy: str) -> str:
+    """``yes`` when every start (and first prediction, for the count model) equals the
+    textbook oracle's, ``NO`` when one does not, "" for a policy without one."""
     jobs = [(j.jobid, j.submit_s, j.run_s, j.tasks, j.run_limit_s) for j in workload_jobs]
-    expected = naive_easy(jobs, hosts)
-    ours = {r.jobid: r.start_s for r in result.records.values() if r.start_s is not None}
-    return "yes" if ours == expected else "NO"
+    records = result.records.values()
+    ours = {r.jobid: r.start_s for r in records if r.start_s is not None}
+    if policy == "easy":
+        return "yes" if ours == naive_easy(jobs, hosts) else "NO"
+    name, depth = _policy(policy)
+    if name not in ("hybrid", "conservative"):
+        return ""
+    starts, predictions = count_model(jobs, hosts, depth=depth)
+    first = {
+        r.jobid: r.first_predicted_start_s for r in records if r.first_predicted_start_s is not None
+    }
+    return "yes" if ours == starts and first == predictions else "NO"
+
+
+def _policy(text: str) -> tuple[str, int | None]:
+    """``hybrid:4`` → (``hybrid``, 4); another name with no depth."""
+    name, _, depth = text.partition(":")
+    return name, int(depth) if depth else None
 
 
 def bench(name: str, args: argparse.Namespace) -> list[list[str]]:
@@ -73,7 +93,13 @@ def bench(name: str, args: argparse.Namespace) -> list[list[str]]:
     for run in range(1, args.repeat + 1):
         for policy in args.policies:
             started = time.process_time()
-            result = run_simulation(workload, source=path.name, backfill=BackfillPolicy(policy))
+            name_, depth = _policy(policy)
+            result = run_simulation(
+                workload,
+                source=path.name,
+                backfill=BackfillPolicy(name_),
+                reservation_depth=depth,
+            )
             cpus[policy].append(time.process_time() - started)
             walls[policy].append(result.report.sim_wall_s)
             results.setdefault(policy, result)  # (the same decisions every run)
@@ -106,10 +132,20 @@ def bench(name: str, args: argparse.Namespace) -> list[list[str]]:
                 else f"{report.mean_bounded_slowdown:,.2f}",
                 f"{report.utilization:.3f}",
                 "" if mae is None else f"{mae:,.0f}",
-                _oracle_agrees(result, workload.jobs, workload.hosts) if policy == "easy" else "",
+                _oracle_agrees(result, workload.jobs, workload.hosts, policy),
             ]
         )
     return rows
+
+
+def _policy_argument(text: str) -> str:
+    """The argparse type of ``--policies``: a built-in name, or ``hybrid:N``."""
+    name, depth = _policy(text) if text.partition(":")[2].isdigit() else (text, None)
+    if name not in {p.value for p in BackfillPolicy} or (name == "hybrid") != (depth is not None):
+        raise argparse.ArgumentTypeError(
+            f"{text!r}: greedy, strict, easy, conservative or hybrid:N"
+        )
+    return text
 
 
 def main() -> int:
@@ -119,8 +155,10 @@ def main() -> int:
     parser.add_argument(
         "--policies",
         nargs="+",
-        choices=[p.value for p in BackfillPolicy if p is not BackfillPolicy.HYBRID],
-        default=["greedy", "strict", "easy", "conservative"],
+        type=_policy_argument,
+        metavar="POLICY",
+        default=["greedy", "strict", "easy", "hybrid:4", "conservative"],
+        help="greedy, strict, easy, conservative, or hybrid:N (depth N)",
     )
     parser.add_argument("--swf-estimate", choices=["requested", "exact"], default="requested")
     parser.add_argument(
