@@ -123,6 +123,21 @@ ReservationDepth = Annotated[int, Strict(), Field(ge=1, le=1_000_000)]
 _BUILT_IN = frozenset(policy.value for policy in BackfillPolicy)
 
 
+def _params_only_with_a_policy(params: FrozenParams, info: ValidationInfo) -> FrozenParams:
+    """A queue's ``backfill_params`` are its own policy's: without ``backfill`` they
+    would change nothing (a validator declared after ``backfill``).
+
+    Raises:
+        PydanticCustomError: saying so.
+    """
+    if params and "backfill" in info.data and info.data["backfill"] is None:
+        raise PydanticCustomError(
+            "params_without_policy",
+            "backfill_params are the queue's own backfill policy's (set its backfill)",
+        )
+    return params
+
+
 def _depth_only_with_hybrid(depth: int | None, info: ValidationInfo) -> int | None:
     """A reservation depth is a ``hybrid`` policy's, and ``hybrid`` needs one (a
     validator of ``reservation_depth``, declared after ``backfill``, so the error
@@ -134,7 +149,7 @@ def _depth_only_with_hybrid(depth: int | None, info: ValidationInfo) -> int | No
     if "backfill" not in info.data:
         return depth
     policy = info.data["backfill"]
-    if policy not in _BUILT_IN:
+    if policy is not None and policy not in _BUILT_IN:
         return depth  # a registered policy's own: its factory checks it
     if depth is not None and policy != BackfillPolicy.HYBRID:
         raise PydanticCustomError(
@@ -208,6 +223,7 @@ class QueueSpec(WireModel):
     )
 
     _hybrid_depth = field_validator("reservation_depth")(_depth_only_with_hybrid)
+    _own_params = field_validator("backfill_params")(_params_only_with_a_policy)
 
     @field_validator("run_windows")
     @classmethod

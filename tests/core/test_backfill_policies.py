@@ -6,6 +6,7 @@ parameter of ``hybrid`` and ``conservative``, Mu'alem and Feitelson's compressio
 
 from __future__ import annotations
 
+import argparse
 from dataclasses import replace
 from typing import Any
 
@@ -13,7 +14,7 @@ import orjson
 import pytest
 from xce_core.backfill import Policy
 from xce_core.core import SchedCore
-from xce_core.errors import ConfigError
+from xce_core.errors import ConfigError, EventError
 from xce_core.in_tree import in_tree_registry
 from xce_core.snapshot import load_snapshot, save_snapshot
 from xce_driver.simulate import run_simulation
@@ -188,3 +189,78 @@ def test_the_wire_leaves_out_parameters_that_are_not_given() -> None:
     core.push_event(config_push(backfill="conservative"))
     config = orjson.loads(save_snapshot(core).model_dump_json())["config"]
     assert "backfill_params" not in config and config["backfill"] == "conservative"
+
+
+def _raises(depth: int | None, params: Any) -> Policy:
+    raise RuntimeError("site policy misconfigured")
+
+
+def _not_a_policy(depth: int | None, params: Any) -> Policy:
+    return "hello"  # type: ignore[return-value]
+
+
+def _no_arguments() -> Policy:
+    return Policy("x", 1)
+
+
+@pytest.mark.parametrize(
+    ("factory", "message"),
+    [
+        (_raises, "cannot be made: RuntimeError: site policy misconfigured"),
+        (_not_a_policy, "cannot be made: its factory returned str, not a Policy"),
+        (_no_arguments, "cannot be made: TypeError: "),
+    ],
+    ids=["it raises", "it returns something else", "it takes no arguments"],
+)
+def test_a_plugin_factory_that_fails_is_one_configuration_error(factory: Any, message: str) -> None:
+    """A third party's bug is a ConfigError naming the policy (one line at the
+    command line), never a traceback from inside the core."""
+    registry = in_tree_registry()
+    registry.backfill_policies.register("site", factory)
+    core = SchedCore(on_decision=lambda d: None, registry=registry)
+    with pytest.raises(ConfigError) as caught:
+        core.push_event(config_push(backfill="site"))
+    text = str(caught.value)
+    assert text.startswith("CONFIG_PUSH rejected: payload.config.backfill: backfill policy 'site'")
+    assert message in text and "\n" not in text
+    assert core.state.policies[None].name == "greedy"
+
+
+def test_a_policy_is_named_as_it_is_registered() -> None:
+    registry = in_tree_registry()
+    registry.backfill_policies.register("renamed", lambda d, p: Policy("other", 2, on_counts=True))
+    core = SchedCore(on_decision=lambda d: None, registry=registry)
+    core.push_event(config_push(backfill="renamed"))
+    assert core.state.policies[None].name == "renamed"
+
+
+@pytest.mark.parametrize(
+    ("queue", "message"),
+    [
+        ({"reservation_depth": 3}, "reservation_depth is a hybrid backfill policy's"),
+        ({"backfill_params": {"compress": True}}, "backfill_params are the queue's own"),
+    ],
+    ids=["a depth", "parameters"],
+)
+def test_a_queue_setting_that_would_change_nothing_is_refused(
+    queue: dict[str, Any], message: str
+) -> None:
+    """Without a policy of its own, a queue's depth or parameters would do nothing."""
+    core = SchedCore(on_decision=lambda d: None)
+    with pytest.raises(EventError, match=message):
+        core.push_event(config_push(backfill="conservative", queues=[{"name": "q", **queue}]))
+
+
+def test_the_command_line_names_a_broken_plugin_not_an_unknown_policy(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """One broken package must not make a working plugin's name 'not a policy'."""
+    from xce_driver import cli
+
+    def broken() -> Any:
+        raise ConfigError("backfill policy plugin 'x' (site.nomodule:f) cannot be loaded: boom")
+
+    monkeypatch.setattr(cli, "load_registry", broken)
+    with pytest.raises(argparse.ArgumentTypeError, match=r"plugin 'x' .* cannot be loaded: boom"):
+        cli._backfill_policy("two_ahead")
+    assert cli._backfill_policy("easy") == "easy"  # a built-in needs no plugin loaded

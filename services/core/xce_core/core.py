@@ -53,7 +53,7 @@ from xce_core.alloc.outcome import Placement, Reservation, Unsatisfied
 from xce_core.alloc.primary import NeverMemo, allocate_primary
 from xce_core.alloc.records import build_records
 from xce_core.backfill import PlanMemo, Policy, ReservationBook, backfills
-from xce_core.backfill.policy import in_domain
+from xce_core.backfill.policy import in_domain, make_policy
 from xce_core.clock import Clock
 from xce_core.errors import ConfigError, CoreError, EventError, PluginError, SessionCancelled
 from xce_core.in_tree import in_tree_registry
@@ -464,7 +464,8 @@ class SchedCore:
         assert source.backfill is not None
         try:
             factory = self.registry.backfill_policies.get(source.backfill)
-            policy = factory(source.reservation_depth, dict(source.backfill_params))
+            params = dict(source.backfill_params)
+            policy = make_policy(factory, source.backfill, source.reservation_depth, params)
         except ConfigError as exc:
             raise ConfigError(f"{event_type} rejected: {where}: {exc}") from None
         return in_domain(policy, domain)

@@ -286,8 +286,11 @@ class Session:
         book = self.state.book
         if book is None or not (book.reservations or job.jobid in book.previous):
             return self.core.allocate(job, self.state)
+        plain = is_plain(job.request)
+        if plain and book.counted and book.unreserved_free() < job.tasks:
+            return self.core.allocate(job, self.state)  # too few slots, reserved or not
         if book.delays(job):  # it would delay a reservation on counts
-            if not is_plain(job.request):
+            if not plain:
                 outcome = book.trial(job, lambda: self.core.allocate(job, self.state))
                 return book.reserved_for(job) if outcome.__class__ is JobAlloc else outcome
             if book.unreserved_free() < job.tasks:

@@ -296,8 +296,8 @@ def _backfill_policy(text: str) -> str:
     known = [policy.value for policy in BackfillPolicy]
     try:
         plugins = load_registry().backfill_policies.names()
-    except ConfigError:  # a broken plugin: the built-ins are still known
-        plugins = []
+    except ConfigError as exc:  # a broken plugin: say which, not that the name is unknown
+        raise argparse.ArgumentTypeError(str(exc)) from None
     if text in plugins:
         return text
     known += [name for name in plugins if name not in known]

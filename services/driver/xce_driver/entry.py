@@ -26,3 +26,7 @@ def build_parser() -> argparse.ArgumentParser:
     from xce_driver.cli import build_parser as build
 
     return build()
+
+
+if __name__ == "__main__":  # python -m xce_driver.entry, as the console script
+    raise SystemExit(main())

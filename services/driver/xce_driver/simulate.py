@@ -20,6 +20,7 @@ from typing import Protocol
 
 import orjson
 from pydantic import TypeAdapter, ValidationError
+from xce_core.backfill.policy import make_policy
 from xce_core.core import SchedCore
 from xce_core.errors import ConfigError
 from xce_core.plugins import PluginRegistry
@@ -216,9 +217,8 @@ def check_backfill(spec: SchedulerConfig | QueueSpec, registry: PluginRegistry) 
     """
     assert spec.backfill is not None
     try:
-        registry.backfill_policies.get(spec.backfill)(
-            spec.reservation_depth, dict(spec.backfill_params)
-        )
+        factory = registry.backfill_policies.get(spec.backfill)
+        make_policy(factory, spec.backfill, spec.reservation_depth, dict(spec.backfill_params))
     except ConfigError as exc:
         raise ConfigError(f"backfill: {exc}") from None
 

@@ -174,6 +174,32 @@ BUILT_IN: dict[str, BackfillFactory] = {
 GREEDY = Policy("greedy", 0)
 
 
+def make_policy(factory: BackfillFactory, name: str, depth: int | None, params: Params) -> Policy:
+    """The policy a registered ``factory`` makes of a configuration's depth and
+    parameters, named ``name`` (its registered name, whatever the factory called it).
+    A third party's factory that fails is a configuration error like any other, in
+    one line: it never reaches the core's caller as a traceback.
+
+    Raises:
+        ConfigError: the factory refused the depth or parameters, failed, or made
+            something that is not a ``Policy``.
+    """
+    try:
+        policy = factory(depth, params)
+    except ConfigError:
+        raise
+    except Exception as exc:  # a plugin's bug, named plainly
+        raise ConfigError(
+            f"backfill policy {name!r} cannot be made: {type(exc).__name__}: {exc}"
+        ) from None
+    if not isinstance(policy, Policy):
+        raise ConfigError(
+            f"backfill policy {name!r} cannot be made: its factory returned "
+            f"{type(policy).__name__}, not a Policy"
+        )
+    return policy if policy.name == name else replace(policy, name=name)
+
+
 def in_domain(policy: Policy, domain: str | None) -> Policy:
     """``policy`` counting its depth in ``domain`` (a queue's name, or None)."""
     return policy if policy.domain == domain else replace(policy, domain=domain)
