@@ -76,10 +76,13 @@ class ReservationBook:
     # the first to take a free host holds it, but every one naming it needs it.
     _naming: dict[str, list[tuple[int, int, int, int]]] = field(default_factory=dict)
     _named: int = 0
-    # by ``open_to`` and the standing reservations that bear on the job
-    _reasons: dict[tuple[tuple[bool, ...], tuple[int, ...]], Unsatisfied] = field(
-        default_factory=dict
-    )
+    # by ``open_to`` and the standing reservations that bear on the job; around
+    # reservations on counts alone, by how many start before the job would end
+    _reasons: dict[tuple[object, ...], Unsatisfied] = field(default_factory=dict)
+    # The reservations on counts (made and standing) as (start ns, jobid), sorted, and
+    # a number that changes with them: those a job would meet are a prefix.
+    _starts: list[tuple[int, int]] = field(default_factory=list)
+    _starts_version: int = 0
     _planner: Planner | None = None
     memo: PlanMemo = field(default_factory=PlanMemo)
     plans_made: Plans = field(default_factory=dict)
@@ -135,6 +138,7 @@ class ReservationBook:
             profile = self.free_profile()
             for reservation in standing.values():
                 profile.take(reservation.start_ts, reservation.until, reservation.slots)
+                self._start(reservation)
             self.standing = standing
             self.counted += len(standing)
 
@@ -146,6 +150,14 @@ class ReservationBook:
             assert self.profile is not None
             self.profile.give(reservation.start_ts, reservation.until, reservation.slots)
             self.counted -= 1
+            starts = self._starts
+            del starts[bisect.bisect_left(starts, (reservation.start_ts, reservation.jobid))]
+            self._starts_version += 1
+
+    def _start(self, reservation: Reservation) -> None:
+        """Index a reservation on counts by its start (``_starts``)."""
+        bisect.insort(self._starts, (reservation.start_ts, reservation.jobid))
+        self._starts_version += 1
 
     def keep_unturned(self) -> None:
         """The session ends before some jobs' turns (it was cancelled): their
@@ -358,6 +370,8 @@ class ReservationBook:
         self.reservations.append(reservation)
         if self.profile is not None:
             self.profile.take(reservation.start_ts, reservation.until, reservation.slots)
+        if reservation.count:
+            self._start(reservation)
         if not self.counted:
             # (Chains key plans made by counting hosts, names the jobs parked for
             # reserved room: neither is used around reservations on counts.)
@@ -782,8 +796,17 @@ class ReservationBook:
     def reserved_for(self, job: Job) -> Unsatisfied:
         """RESERVED: the jobs whose reservations start before ``job`` would end (those
         made this session, and under compression those still standing)."""
-        flags = self.open_to(job)
         end = self.end_of(job)
+        if self.counted and self.counted == len(self.reservations) + len(self.standing):
+            # On counts alone: those met are a prefix by start (no flags to compute).
+            met = bisect.bisect_left(self._starts, (end,))
+            key: tuple[object, ...] = (met, self._starts_version, end < FOREVER)
+            reason = self._reasons.get(key)
+            if reason is None:
+                ahead = sorted(jobid for _, jobid in self._starts[:met])
+                reason = self._reasons[key] = _reserved(ahead, end)
+            return reason
+        flags = self.open_to(job)
         standing: tuple[int, ...] = ()
         if self.standing:
             standing = tuple(sorted(j for j, r in self.standing.items() if r.start_ts < end))
@@ -792,15 +815,7 @@ class ReservationBook:
         if reason is None:
             made = zip(self.reservations, flags[1:], strict=True) if flags else ()
             ahead = sorted([r.jobid for r, open_ in made if not open_] + list(standing))
-            jobs = f"job{'s' if len(ahead) > 1 else ''} {', '.join(map(str, ahead))}"
-            why = (
-                "expected to start before this job would end"
-                if end < FOREVER
-                else "and this job has no run limit"
-            )
-            reason = self._reasons[key] = Unsatisfied(
-                PendingCode.RESERVED, resolvable=True, detail=f"reserved for {jobs}, {why}"
-            )
+            reason = self._reasons[key] = _reserved(ahead, end)
         return reason
 
     def end_of(self, job: Job) -> int:
@@ -827,6 +842,18 @@ class ReservationBook:
         self.held = False
         for held in self._held:
             held.clear()
+
+
+def _reserved(ahead: list[int], end: int) -> Unsatisfied:
+    """RESERVED for the jobs ``ahead`` (jobids, sorted), of a job that would end at
+    ``end`` (ns; ``FOREVER``: it has no run limit)."""
+    jobs = f"job{'s' if len(ahead) > 1 else ''} {', '.join(map(str, ahead))}"
+    why = (
+        "expected to start before this job would end"
+        if end < FOREVER
+        else ("and this job has no run limit")
+    )
+    return Unsatisfied(PendingCode.RESERVED, resolvable=True, detail=f"reserved for {jobs}, {why}")
 
 
 def _bound(kept: Reservation | None, policy: Policy) -> int:
