@@ -110,7 +110,9 @@ def _no_depth(name: str, depth: int | None) -> None:
 
 def _compress(name: str, params: Params) -> bool:
     check_params(name, params, ("compress",))
-    value = params.get("compress", False)
+    # (An object: typed ``bool | int``, which is ``int``, the compiled core would
+    # unbox it to a number and lose that it was a bool.)
+    value: object = params.get("compress", False)
     if not isinstance(value, bool):
         raise ConfigError(f"backfill policy {name!r}: compress is true or false")
     return value
