@@ -28,8 +28,9 @@ from xce_core.errors import ConfigError
 if TYPE_CHECKING:  # (the state holds the policies: no import loop)
     from xce_core.state import ClusterState, Queue
 
-#: A policy's parameters as the wire carries them (``backfill_params``).
-Params = Mapping[str, bool | int]
+#: A policy's parameters as the wire carries them (``backfill_params``); values are
+#: read as objects (``bool | int`` is ``int`` to the compiled core).
+Params = Mapping[str, object]
 
 #: The depth of a policy that reserves for every blocked job.
 ALL = 1 << 62
@@ -110,9 +111,11 @@ def _no_depth(name: str, depth: int | None) -> None:
 
 def _compress(name: str, params: Params) -> bool:
     check_params(name, params, ("compress",))
-    # (An object: typed ``bool | int``, which is ``int``, the compiled core would
-    # unbox it to a number and lose that it was a bool.)
-    value: object = params.get("compress", False)
+    if "compress" not in params:
+        return False
+    # (An object, and no default: ``bool | int`` is ``int`` to the compiled core,
+    # which would make a default False, or a value True, a number.)
+    value: object = params["compress"]
     if not isinstance(value, bool):
         raise ConfigError(f"backfill policy {name!r}: compress is true or false")
     return value
