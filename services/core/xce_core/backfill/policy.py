@@ -190,7 +190,7 @@ def make_policy(factory: BackfillFactory, name: str, depth: int | None, params: 
             something that is not a ``Policy``.
     """
     try:
-        policy = factory(depth, params)
+        policy: object = factory(depth, params)  # (checked below, compiled or not)
     except ConfigError:
         raise
     except Exception as exc:  # a plugin's bug, named plainly
